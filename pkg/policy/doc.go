@@ -1,0 +1,11 @@
+// Package policy is gpuadmit's Rego engine. It loads a policy set (a
+// directory such as a Git checkout or a mounted ConfigMap, or the embedded
+// default set), compiles it with OPA, runs the set's own *_test.rego tests,
+// and only then makes it the active set, atomically. A set that fails to load,
+// compile or test never becomes active: Load returns the error and the last
+// good set keeps serving.
+//
+// Evaluate runs data.gpuadmit.decision against an Input and returns a
+// Decision whose shape has been checked. The active set's Revision is a Git
+// commit when the directory is a checkout, else a hash of its contents.
+package policy

@@ -1,0 +1,72 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// ErrNoActiveSet is returned by Evaluate before any set was loaded.
+var ErrNoActiveSet = errors.New("no policy set is active")
+
+// Options tunes an Engine. The zero value works.
+type Options struct {
+	// EvalTimeout bounds one evaluation. Zero means one second.
+	EvalTimeout time.Duration
+}
+
+// Engine holds the active policy set and evaluates decisions with it. It is
+// safe for concurrent use: Evaluate never blocks on Load.
+type Engine struct {
+	opts   Options
+	active atomic.Pointer[Set]
+}
+
+// NewEngine returns an engine with no active set.
+func NewEngine(opts Options) *Engine {
+	if opts.EvalTimeout <= 0 {
+		opts.EvalTimeout = time.Second
+	}
+	return &Engine{opts: opts}
+}
+
+// Load compiles and tests the set from src and, only if that succeeds, makes
+// it the active set. On error the previous set stays active.
+func (e *Engine) Load(ctx context.Context, src Source) (*Set, error) {
+	set, err := Compile(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	e.active.Store(set)
+	return set, nil
+}
+
+// Active returns the active set, or nil before the first successful Load.
+func (e *Engine) Active() *Set { return e.active.Load() }
+
+// Evaluate runs the active set's decision query against in.
+func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+	set := e.active.Load()
+	if set == nil {
+		return Decision{}, ErrNoActiveSet
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.EvalTimeout)
+	defer cancel()
+	rs, err := set.query.Eval(ctx, rego.EvalInput(in))
+	if err != nil {
+		return Decision{}, fmt.Errorf("evaluate policy revision %s: %w", set.Revision, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return Decision{}, fmt.Errorf("policy revision %s: %s is undefined for this pod", set.Revision, DecisionQuery)
+	}
+	d, err := decode(rs[0].Expressions[0].Value)
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy revision %s: %w", set.Revision, err)
+	}
+	d.Revision = set.Revision
+	return d, nil
+}

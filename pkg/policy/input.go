@@ -1,0 +1,42 @@
+package policy
+
+import (
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+)
+
+// Input is the document a policy sees as `input` (DESIGN.md, "Policy (Rego) contract").
+type Input struct {
+	// Operation is the admission operation, "CREATE".
+	Operation string `json:"operation"`
+	// UserInfo is who is creating the pod.
+	UserInfo authenticationv1.UserInfo `json:"userInfo"`
+	// Namespace is the pod's namespace with its labels and annotations.
+	Namespace Namespace `json:"namespace"`
+	// Pod is the pod as it arrived.
+	Pod *corev1.Pod `json:"pod"`
+	// Containers are the normalized GPU requests, one per GPU container.
+	Containers []intent.Request `json:"containers"`
+	// Hints are the pod-level hints (class, backend, model).
+	Hints Hints `json:"hints"`
+	// Pools are the inventory's GPU pools (inventory.Pool values).
+	Pools any `json:"pools"`
+	// Quota is the namespace's quota declarations and usage, where known.
+	Quota any `json:"quota"`
+}
+
+// Namespace is the part of a Namespace a policy reads.
+type Namespace struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// Hints are a pod's gpuadmit.io/class, gpuadmit.io/backend and gpuadmit.io/model.
+type Hints struct {
+	Class   string `json:"class"`
+	Backend string `json:"backend"`
+	Model   string `json:"model"`
+}
