@@ -1,0 +1,151 @@
+package inventory
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// Inventory is the cluster's GPU pools at one moment. It is immutable once built.
+type Inventory struct {
+	// Pools are sorted by name.
+	Pools []*Pool
+	// Warnings say which nodes or profiles were left out and why.
+	Warnings []string
+	byName   map[string]*Pool
+}
+
+// Pool returns the pool with that name.
+func (inv *Inventory) Pool(name string) (*Pool, bool) {
+	p, ok := inv.byName[name]
+	return p, ok
+}
+
+// gpuNode is a node classified into a mode, before pools are formed.
+type gpuNode struct {
+	node          *corev1.Node
+	mode          Mode
+	product       string // the product label as on the node
+	baseProduct   string // without a -MIG-<profile> suffix
+	singleProfile string
+	model         allocator.Model
+	known         bool
+	gpus          int64
+	alloc         map[string]int64
+}
+
+// Build groups nodes into pools. Nodes without GPU resources are ignored;
+// GPU nodes that cannot be pinned or that disagree with their pool are left
+// out with a warning. A nil catalog means allocator.Default().
+func Build(nodes []corev1.Node, cat *allocator.Catalog) *Inventory {
+	if cat == nil {
+		cat = allocator.Default()
+	}
+	inv := &Inventory{byName: map[string]*Pool{}}
+	sorted := make([]*corev1.Node, len(nodes))
+	for i := range nodes {
+		sorted[i] = &nodes[i]
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, n := range sorted {
+		g, ok := classify(n, cat)
+		if !ok {
+			continue
+		}
+		if g.product == "" && n.Labels[LabelPool] == "" {
+			inv.warnf("node %s has GPU resources but neither %s nor %s; it is in no pool", n.Name, LabelProduct, LabelPool)
+			continue
+		}
+		inv.add(g)
+	}
+	inv.finish()
+	return inv
+}
+
+func (inv *Inventory) warnf(format string, args ...any) {
+	inv.Warnings = append(inv.Warnings, fmt.Sprintf(format, args...))
+}
+
+func classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
+	g := gpuNode{node: n, product: n.Labels[LabelProduct], alloc: gpuAllocatable(n)}
+	g.baseProduct = g.product
+	if base, profile, ok := allocator.SplitMIGProduct(g.product); ok {
+		g.baseProduct, g.singleProfile = base, allocator.NormalizeProfile(profile)
+	}
+	g.model, g.known = cat.ByProduct(g.baseProduct)
+	switch {
+	case hasMIG(g.alloc):
+		g.mode = MIGMixed
+	case g.alloc[ResourceGPU] > 0 && (g.singleProfile != "" || n.Labels[LabelMIGStrategy] == "single"):
+		g.mode = MIGSingle
+	case g.alloc[ResourceShare] > 0 || g.alloc[ResourceGPUShare] > 0:
+		g.mode = Shared
+	case g.alloc[ResourceGPU] > 0:
+		g.mode = Whole
+	default:
+		return g, false
+	}
+	g.gpus = labelInt(n, LabelCount)
+	if g.gpus == 0 && g.mode == Whole {
+		g.gpus = g.alloc[ResourceGPU]
+	}
+	return g, true
+}
+
+func gpuAllocatable(n *corev1.Node) map[string]int64 {
+	out := map[string]int64{}
+	for name, q := range n.Status.Allocatable {
+		if IsGPUResource(string(name)) && q.Value() > 0 {
+			out[string(name)] = q.Value()
+		}
+	}
+	return out
+}
+
+func hasMIG(alloc map[string]int64) bool {
+	for r := range alloc {
+		if IsMIGResource(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func labelInt(n *corev1.Node, key string) int64 {
+	v, err := strconv.ParseInt(n.Labels[key], 10, 64)
+	if err != nil || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// poolName is the operator's pool label, or one derived from model and mode.
+func poolName(g gpuNode) string {
+	if name := g.node.Labels[LabelPool]; name != "" {
+		return name
+	}
+	model := g.baseProduct
+	if g.known {
+		model = g.model.Name
+	}
+	name := strings.ToLower(model) + "-" + string(g.mode)
+	if g.mode == MIGSingle {
+		name = strings.ToLower(model) + "-mig-" + strings.ReplaceAll(g.singleProfile, "+", ".")
+	}
+	return sanitize(name)
+}
+
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			b[i] = '-'
+		}
+	}
+	return strings.Trim(string(b), "-.")
+}

@@ -1,0 +1,152 @@
+package inventory
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// Mode is how a pool serves GPU.
+type Mode string
+
+const (
+	// MIGMixed pools serve nvidia.com/mig-<profile> resources.
+	MIGMixed Mode = "mig-mixed"
+	// MIGSingle pools serve one MIG profile as nvidia.com/gpu.
+	MIGSingle Mode = "mig-single"
+	// Shared pools serve GPU memory shares (gpuadmit.io/gpu-mem).
+	Shared Mode = "shared"
+	// Whole pools serve whole GPUs as nvidia.com/gpu.
+	Whole Mode = "whole"
+)
+
+// Node labels, resources and defaults the inventory reads.
+const (
+	LabelPool        = "gpuadmit.io/pool"
+	LabelProduct     = "nvidia.com/gpu.product"
+	LabelMemory      = "nvidia.com/gpu.memory"
+	LabelCount       = "nvidia.com/gpu.count"
+	LabelMIGStrategy = "nvidia.com/mig.strategy"
+
+	ResourceGPU       = "nvidia.com/gpu"
+	ResourceShare     = "gpuadmit.io/gpu-mem"
+	ResourceGPUShare  = "aliyun.com/gpu-mem"
+	resourceMIGPrefix = "nvidia.com/mig-"
+
+	// DefaultShareUnitMiB is the size of one unit of a memory-share resource.
+	DefaultShareUnitMiB = 1024
+)
+
+// Profile is a MIG profile a pool serves, with the resource that asks for it.
+type Profile struct {
+	allocator.Profile
+	// Resource is the extended resource a container requests for one slice.
+	Resource string `json:"resource"`
+}
+
+// Node is one node of a pool, reduced to what fitting needs.
+type Node struct {
+	Name string `json:"name"`
+	// Allocatable holds the node's GPU resources (only those), as integers.
+	Allocatable map[string]int64 `json:"allocatable"`
+}
+
+// Pool is a set of GPU nodes with the same model and mode.
+type Pool struct {
+	// Name is the gpuadmit.io/pool label, or "<model>-<mode>" derived from the nodes.
+	Name string `json:"name"`
+	// Model is the catalog model name, or the product label when the catalog does not know it.
+	Model string `json:"model"`
+	// Product is the nodes' nvidia.com/gpu.product label.
+	Product string `json:"product"`
+	// Mode is how the pool serves GPU.
+	Mode Mode `json:"mode"`
+	// GPUMemoryMiB is one GPU's total memory.
+	GPUMemoryMiB int64 `json:"gpuMemoryMiB"`
+	// MemorySlices is the GPU's MIG memory slice count (0 when not a MIG model).
+	MemorySlices int `json:"memorySlices"`
+	// Resource is what a container requests: nvidia.com/gpu (whole, mig-single) or the share resource.
+	Resource string `json:"resource,omitempty"`
+	// ShareUnitMiB is the MiB in one unit of a shared pool's resource.
+	ShareUnitMiB int64 `json:"shareUnitMiB,omitempty"`
+	// Profiles are the MIG profiles the pool serves, smallest first.
+	Profiles []Profile `json:"profiles,omitempty"`
+	// NodeSelector pins a pod to the pool.
+	NodeSelector map[string]string `json:"nodeSelector"`
+	// Taints are the NoSchedule and NoExecute taints of the pool's nodes.
+	Taints []corev1.Taint `json:"taints"`
+	// GPUsPerNode is the largest GPU count of a node in the pool.
+	GPUsPerNode int64 `json:"gpusPerNode"`
+	// Allocatable sums the pool's allocatable GPU resources.
+	Allocatable map[string]int64 `json:"allocatable"`
+	// Nodes are the pool's nodes, sorted by name.
+	Nodes []Node `json:"-"`
+	// NodeCount is len(Nodes), for policies.
+	NodeCount int `json:"nodeCount"`
+
+	common map[string]string // selector labels all nodes share
+}
+
+// Profile returns the MIG profile the pool serves under that name ("1g.10gb+me" or "1g.10gb.me").
+func (p *Pool) Profile(name string) (Profile, bool) {
+	name = allocator.NormalizeProfile(name)
+	for _, pr := range p.Profiles {
+		if pr.Name == name {
+			return pr, true
+		}
+	}
+	return Profile{}, false
+}
+
+// AllocatorProfiles returns the pool's profiles as the allocator's type, for fitting.
+func (p *Pool) AllocatorProfiles() []allocator.Profile {
+	out := make([]allocator.Profile, len(p.Profiles))
+	for i, pr := range p.Profiles {
+		out[i] = pr.Profile
+	}
+	return out
+}
+
+// UnitsPerGPU is how many share units one GPU of a shared pool holds.
+func (p *Pool) UnitsPerGPU() int64 {
+	if p.ShareUnitMiB <= 0 {
+		return 0
+	}
+	return p.GPUMemoryMiB / p.ShareUnitMiB
+}
+
+// Fits reports whether one node of the pool has at least demand of every resource.
+func (p *Pool) Fits(demand map[string]int64) bool {
+	for _, n := range p.Nodes {
+		if nodeFits(n, demand) {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeFits(n Node, demand map[string]int64) bool {
+	for r, q := range demand {
+		if n.Allocatable[r] < q {
+			return false
+		}
+	}
+	return true
+}
+
+// MIGResource is the mixed-strategy resource name of a MIG profile: "+" is written ".".
+func MIGResource(profile string) string {
+	return resourceMIGPrefix + strings.ReplaceAll(allocator.NormalizeProfile(profile), "+", ".")
+}
+
+// IsMIGResource reports whether name is a nvidia.com/mig-<profile> resource.
+func IsMIGResource(name string) bool {
+	return strings.HasPrefix(name, resourceMIGPrefix)
+}
+
+// IsGPUResource reports whether a node resource is one the inventory counts.
+func IsGPUResource(name string) bool {
+	return name == ResourceGPU || name == ResourceShare || name == ResourceGPUShare || IsMIGResource(name)
+}
