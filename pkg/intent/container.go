@@ -27,7 +27,7 @@ type entry struct {
 }
 
 // String renders the entry as "key=value" for Request.Source and messages.
-func (e entry) String() string { return string(e.key) + "=" + show(e.q) }
+func (e entry) String() string { return string(e.key) + "=" + FormatQuantity(e.q) }
 
 // containers lists a pod's containers in the order Kubernetes starts them:
 // init containers (and sidecars), then app containers.
@@ -78,9 +78,9 @@ func (c container) entries() ([]entry, field.ErrorList) {
 		req, inReq := c.res.Requests[key]
 		switch {
 		case inLim && inReq && lim.Cmp(req) != 0:
-			errs = append(errs, field.Invalid(res.Child("requests").Key(string(key)), show(req), c.detail(
+			errs = append(errs, field.Invalid(res.Child("requests").Key(string(key)), FormatQuantity(req), c.detail(
 				"requests and limits of %s differ (%s vs %s); GPU resources need requests equal to limits",
-				key, show(req), show(lim))))
+				key, FormatQuantity(req), FormatQuantity(lim))))
 		case inLim:
 			out = append(out, entry{key, lim, res.Child("limits").Key(string(key))})
 		default:

@@ -61,7 +61,7 @@ func (c container) nativeGPU(e entry) (count, milli int64, errs field.ErrorList)
 	default:
 		msg = fmt.Sprintf("%s asks for a fraction and a whole GPU in one container; %s", e, nativeGPUAccepted)
 	}
-	return 0, 0, field.ErrorList{field.Invalid(e.path, show(q), c.detail("%s", msg))}
+	return 0, 0, field.ErrorList{field.Invalid(e.path, FormatQuantity(q), c.detail("%s", msg))}
 }
 
 // nativeMemory reads gpuadmit.io/gpu-memory, a byte quantity, as MiB rounded up.
@@ -80,7 +80,7 @@ func (c container) nativeMemory(e entry) (int64, field.ErrorList) {
 	default:
 		return (q.Value() + mib - 1) / mib, nil
 	}
-	return 0, field.ErrorList{field.Invalid(e.path, show(q), c.detail("%s", msg))}
+	return 0, field.ErrorList{field.Invalid(e.path, FormatQuantity(q), c.detail("%s", msg))}
 }
 
 // belowMi says that q is below 1Mi, and for a bare integer proposes the MiB
@@ -89,5 +89,5 @@ func belowMi(q resource.Quantity) string {
 	if v, ok := q.AsInt64(); ok && q.Format == resource.DecimalSI {
 		return fmt.Sprintf("%d is %d bytes, below 1Mi; write %dMi for %d MiB", v, v, v, v)
 	}
-	return show(q) + " is below 1Mi"
+	return FormatQuantity(q) + " is below 1Mi"
 }

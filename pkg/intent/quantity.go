@@ -36,7 +36,7 @@ func unitOf(key corev1.ResourceName) unit {
 // integer reads e as an integer within the limits of its key.
 func (c container) integer(e entry) (int64, field.ErrorList) {
 	if msg := unitOf(e.key).check(e); msg != "" {
-		return 0, field.ErrorList{field.Invalid(e.path, show(e.q), c.detail("%s", msg))}
+		return 0, field.ErrorList{field.Invalid(e.path, FormatQuantity(e.q), c.detail("%s", msg))}
 	}
 	return e.q.Value(), nil
 }
@@ -63,7 +63,7 @@ func (u unit) hint(q resource.Quantity) string {
 	if u.bytes == 0 || above(q, 1<<50) || q.Value()%u.bytes != 0 {
 		return ""
 	}
-	return fmt.Sprintf(", so %s (%d bytes) would be %d", show(q), q.Value(), q.Value()/u.bytes)
+	return fmt.Sprintf(", so %s (%d bytes) would be %d", FormatQuantity(q), q.Value(), q.Value()/u.bytes)
 }
 
 // above reports whether q is greater than n.
@@ -78,7 +78,9 @@ func isInteger(q resource.Quantity) bool {
 
 // show renders q for messages and sources: small decimal integers as plain
 // numbers ("3000", not the canonical "3k"), everything else canonically.
-func show(q resource.Quantity) string {
+// FormatQuantity prints a quantity as a person wrote it: plain integers stay
+// plain ("3000", not Kubernetes' canonical "3k"); anything else is canonical.
+func FormatQuantity(q resource.Quantity) string {
 	if v, ok := q.AsInt64(); ok && q.Format == resource.DecimalSI && v > -1e9 && v < 1e9 {
 		return strconv.FormatInt(v, 10)
 	}
