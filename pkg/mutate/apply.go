@@ -1,0 +1,129 @@
+package mutate
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// apply writes the decision into a copy of the pod.
+func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Result, error) {
+	out := pod.DeepCopy()
+	rec := record{}
+	for _, a := range ch.assigns {
+		c := containerOf(out, a.req)
+		rec[c.Name] = originalGPU(c)
+		setResource(c, a.resource, a.quantity)
+	}
+	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
+		return deny(pod, msg), nil
+	}
+	addTolerations(out, ch.tolerations(d))
+	setPriority(out, d.PriorityClassName)
+	setMeta(&out.Labels, d.Labels)
+	setMeta(&out.Annotations, d.Annotations)
+	raw, err := rec.encode()
+	if err != nil {
+		return Result{}, err
+	}
+	setMeta(&out.Annotations, map[string]string{
+		AnnotationDecision: decisionText(ch, d.Revision),
+		AnnotationRequest:  raw,
+	})
+	return Result{
+		Allowed:     true,
+		Pod:         out,
+		Warnings:    d.Warnings,
+		Explanation: explain(pod, want, d, ch),
+		Revision:    d.Revision,
+	}, nil
+}
+
+// setResource replaces every GPU key of the container with the final resource,
+// requests equal to limits, as the API server requires of extended resources.
+func setResource(c *corev1.Container, name string, qty int64) {
+	for _, list := range []*corev1.ResourceList{&c.Resources.Limits, &c.Resources.Requests} {
+		for k := range *list {
+			if intent.IsGPUResource(k) {
+				delete(*list, k)
+			}
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[corev1.ResourceName(name)] = *resource.NewQuantity(qty, resource.DecimalSI)
+	}
+}
+
+// addSelectors pins the pod to the pool and adds the policy's selectors. A
+// policy selector that contradicts the pod's own is a denial, not a merge.
+func addSelectors(pod *corev1.Pod, pool, policySel map[string]string) string {
+	if k, v, clash := selectorClash(pod.Spec.NodeSelector, policySel); clash {
+		return fmt.Sprintf("spec.nodeSelector[%s]=%s conflicts with the policy's %s=%s; remove it from the pod", k, pod.Spec.NodeSelector[k], k, v)
+	}
+	if k, v, clash := selectorClash(pool, policySel); clash {
+		return fmt.Sprintf("the policy's nodeSelector %s=%s contradicts the chosen pool's %s=%s", k, v, k, pool[k])
+	}
+	setMeta(&pod.Spec.NodeSelector, pool)
+	setMeta(&pod.Spec.NodeSelector, policySel)
+	return ""
+}
+
+// tolerations are those of the taken candidates, then the policy's own.
+func (ch *choice) tolerations(d policy.Decision) []corev1.Toleration {
+	var ts []corev1.Toleration
+	for _, a := range ch.assigns {
+		ts = append(ts, a.cand.Tolerations...)
+	}
+	return append(ts, d.Tolerations...)
+}
+
+// addTolerations appends each toleration the pod does not already have.
+func addTolerations(pod *corev1.Pod, ts []corev1.Toleration) {
+	for _, t := range ts {
+		if t.Operator == "" {
+			t.Operator = corev1.TolerationOpEqual
+		}
+		if !hasToleration(pod.Spec.Tolerations, t) {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
+		}
+	}
+}
+
+func hasToleration(have []corev1.Toleration, t corev1.Toleration) bool {
+	for i := range have {
+		if have[i].MatchToleration(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+// setPriority sets the PriorityClass. The API server's Priority plugin ran
+// before the webhook and filled spec.priority (and preemptionPolicy) from the
+// old class; they are cleared so that it resolves the new class when the
+// admission chain is reinvoked, instead of rejecting the mismatch.
+func setPriority(pod *corev1.Pod, name string) {
+	if name == "" || pod.Spec.PriorityClassName == name {
+		return
+	}
+	pod.Spec.PriorityClassName = name
+	pod.Spec.Priority = nil
+	pod.Spec.PreemptionPolicy = nil
+}
+
+func setMeta(dst *map[string]string, src map[string]string) {
+	if len(src) == 0 {
+		return
+	}
+	if *dst == nil {
+		*dst = map[string]string{}
+	}
+	for k, v := range src {
+		(*dst)[k] = v
+	}
+}

@@ -1,0 +1,175 @@
+package mutate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// choice is the pool a pod goes to and what each GPU container gets there.
+type choice struct {
+	pool    *inventory.Pool
+	assigns []assignment
+	// skipped says, pool by pool, why earlier candidates were passed over.
+	skipped []string
+}
+
+// choose takes the first pool, in the policy's order of preference, on which
+// every GPU container has a candidate that fits and one node can hold the
+// whole pod. All GPU containers of a pod share one node, so they share a pool.
+func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory) (*choice, []string) {
+	var reasons []string
+	for _, name := range poolOrder(want, d) {
+		pool, ok := inv.Pool(name)
+		if !ok {
+			reasons = append(reasons, fmt.Sprintf("pool %s: not in the inventory (no node serves it)", name))
+			continue
+		}
+		assigns, why := onPool(pod, want, d, pool)
+		if why != "" {
+			reasons = append(reasons, fmt.Sprintf("pool %s: %s", name, why))
+			continue
+		}
+		return &choice{pool: pool, assigns: assigns, skipped: reasons}, nil
+	}
+	for _, r := range want.Requests {
+		if len(d.Placement[r.Container]) == 0 {
+			reasons = append(reasons, fmt.Sprintf("policy revision %s offers no placement for container %q", d.Revision, r.Container))
+		}
+	}
+	return nil, reasons
+}
+
+// poolOrder lists the pools the candidates name, in order of first mention.
+func poolOrder(want intent.Pod, d policy.Decision) []string {
+	var order []string
+	seen := map[string]bool{}
+	for _, r := range want.Requests {
+		for _, c := range d.Placement[r.Container] {
+			if !seen[c.Pool] {
+				seen[c.Pool] = true
+				order = append(order, c.Pool)
+			}
+		}
+	}
+	return order
+}
+
+// onPool fits every GPU container on the pool, or says why it cannot.
+func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool) ([]assignment, string) {
+	if k, v, clash := selectorClash(pod.Spec.NodeSelector, pool.NodeSelector); clash {
+		return nil, fmt.Sprintf("the pod's nodeSelector %s=%s excludes it (the pool needs %s=%s)", k, pod.Spec.NodeSelector[k], k, v)
+	}
+	assigns := make([]assignment, 0, len(want.Requests))
+	for _, r := range want.Requests {
+		a, why := firstFit(r, d.Placement[r.Container], pool)
+		if why != "" {
+			return nil, why
+		}
+		assigns = append(assigns, a)
+	}
+	demand := podDemand(pod, assigns)
+	if !pool.Fits(demand) {
+		return nil, fmt.Sprintf("no node of its %d has %s free in allocatable", pool.NodeCount, formatDemand(demand))
+	}
+	return assigns, ""
+}
+
+// firstFit takes the container's first candidate on this pool that fits.
+func firstFit(r intent.Request, cands []policy.Candidate, pool *inventory.Pool) (assignment, string) {
+	var whys []string
+	for _, c := range cands {
+		if c.Pool != pool.Name {
+			continue
+		}
+		a, err := fit(r, c, pool)
+		if err == nil {
+			return a, ""
+		}
+		whys = append(whys, err.Error())
+	}
+	if len(whys) == 0 {
+		return assignment{}, fmt.Sprintf("the policy offers it no candidate for container %q", r.Container)
+	}
+	return assignment{}, strings.Join(whys, "; ")
+}
+
+func selectorClash(have, need map[string]string) (string, string, bool) {
+	for k, v := range need {
+		if got, ok := have[k]; ok && got != v {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// podDemand counts the pod's GPU resources as Kubernetes does: the larger of
+// the app containers' (and sidecars') sum and the largest init container.
+func podDemand(pod *corev1.Pod, assigns []assignment) map[string]int64 {
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: make([]corev1.Container, len(pod.Spec.InitContainers)),
+		Containers:     make([]corev1.Container, len(pod.Spec.Containers)),
+	}}
+	for i, c := range pod.Spec.InitContainers {
+		p.Spec.InitContainers[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy}
+	}
+	for _, a := range assigns {
+		c := containerOf(p, a.req)
+		c.Resources.Requests = corev1.ResourceList{corev1.ResourceName(a.resource): *resource.NewQuantity(a.quantity, resource.DecimalSI)}
+	}
+	out := map[string]int64{}
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}) {
+		out[string(name)] = q.Value()
+	}
+	return out
+}
+
+func formatDemand(demand map[string]int64) string {
+	parts := make([]string, 0, len(demand))
+	for r, q := range demand {
+		parts = append(parts, fmt.Sprintf("%s=%d", r, q))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// containerOf finds the container a request was read from.
+func containerOf(pod *corev1.Pod, r intent.Request) *corev1.Container {
+	if r.Kind == intent.App {
+		return &pod.Spec.Containers[r.Index]
+	}
+	return &pod.Spec.InitContainers[r.Index]
+}
+
+// noPoolMessage says why no pool could take the pod, and what the cluster can serve.
+func noPoolMessage(want intent.Pod, reasons []string, inv *inventory.Inventory) string {
+	asks := make([]string, len(want.Requests))
+	for i, r := range want.Requests {
+		asks[i] = fmt.Sprintf("container %q asks for %s (%s)", r.Container, r, strings.Join(r.Source, ", "))
+	}
+	msg := fmt.Sprintf("no GPU pool can serve this pod: %s", strings.Join(asks, "; "))
+	if len(reasons) > 0 {
+		msg += ". " + strings.Join(reasons, ". ")
+	}
+	return msg + ". " + servable(inv)
+}
+
+// servable summarises what the cluster can give, so a denial says what would be accepted.
+func servable(inv *inventory.Inventory) string {
+	if len(inv.Pools) == 0 {
+		return "The cluster has no GPU pools."
+	}
+	var parts []string
+	for _, p := range inv.Pools {
+		parts = append(parts, fmt.Sprintf("%s (%s, %s, %d MiB per GPU, up to %d GPUs per node)", p.Name, p.Model, p.Mode, p.GPUMemoryMiB, p.GPUsPerNode))
+	}
+	return "Pools: " + strings.Join(parts, "; ") + "."
+}

@@ -1,0 +1,12 @@
+// Package mutate turns a pod's GPU intent, a policy decision and the cluster
+// inventory into the pod the cluster can run: final GPU resources (requests =
+// limits, integers), the chosen pool's nodeSelector and tolerations, the
+// PriorityClass, gpuadmit's decision record, and the RFC 6902 patch between
+// the pod as it arrived and that pod.
+//
+// Mutation is idempotent. A pod that arrives carrying gpuadmit's own
+// annotations (reinvocation, or a saved mutated pod applied again) is checked
+// by recomputing: gpuadmit restores the request it recorded, decides again and
+// compares. What gpuadmit would write for the pod is its own and passes
+// unchanged; anything else is forged and denied.
+package mutate

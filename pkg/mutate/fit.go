@@ -1,0 +1,200 @@
+package mutate
+
+import (
+	"fmt"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// assignment is what one GPU container gets on the chosen pool.
+type assignment struct {
+	req  intent.Request
+	cand policy.Candidate
+	// resource and quantity are written to the container's requests and limits.
+	resource string
+	quantity int64
+	// givenMiB is the real GPU memory the container receives, all GPUs together.
+	givenMiB int64
+	// profile is the MIG profile given, also where the resource (mig-single's nvidia.com/gpu) does not name it.
+	profile string
+	// why says how the size was found, for the explanation.
+	why string
+}
+
+// given describes what the container receives: "nvidia.com/gpu=1 (MIG 1g.5gb, 4864 MiB)".
+func (a assignment) given() string {
+	if a.profile != "" {
+		return fmt.Sprintf("%s=%d (MIG %s, %d MiB)", a.resource, a.quantity, a.profile, a.givenMiB)
+	}
+	return fmt.Sprintf("%s=%d (%d MiB)", a.resource, a.quantity, a.givenMiB)
+}
+
+// fit sizes one request for one candidate, or says why the candidate cannot serve it.
+func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment, error) {
+	tag := fmt.Sprintf("container %q, %s candidate", r.Container, c.Backend)
+	if c.Rule != "" {
+		tag += " (rule " + c.Rule + ")"
+	}
+	if !servesBackend(pool.Mode, c.Backend) {
+		return assignment{}, fmt.Errorf("%s: the pool is %s", tag, pool.Mode)
+	}
+	var a assignment
+	var err error
+	switch c.Backend {
+	case policy.BackendMIG:
+		a, err = fitMIG(r, c, pool)
+	case policy.BackendShared:
+		a, err = fitShare(r, pool)
+	default:
+		a, err = fitWhole(r, pool)
+	}
+	if err != nil {
+		return assignment{}, fmt.Errorf("%s: %w", tag, err)
+	}
+	a.req, a.cand = r, c
+	return a, nil
+}
+
+func servesBackend(m inventory.Mode, backend string) bool {
+	switch backend {
+	case policy.BackendMIG:
+		return m == inventory.MIGMixed || m == inventory.MIGSingle
+	case policy.BackendShared:
+		return m == inventory.Shared
+	default:
+		return m == inventory.Whole
+	}
+}
+
+func fitMIG(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment, error) {
+	pr, why, err := migProfile(r, c, pool)
+	if err != nil {
+		return assignment{}, err
+	}
+	if !covers(r, pr.Profile, pool) {
+		return assignment{}, fmt.Errorf("profile %s (%d MiB) does not cover %s", pr.Name, pr.MemoryMiB, r)
+	}
+	return assignment{resource: pr.Resource, quantity: r.Count, givenMiB: pr.MemoryMiB * r.Count, profile: pr.Name, why: why}, nil
+}
+
+// migProfile picks the slice: the policy's, the one asked for, or the smallest that fits.
+func migProfile(r intent.Request, c policy.Candidate, pool *inventory.Pool) (inventory.Profile, string, error) {
+	name, why := c.Profile, "the profile the policy names"
+	switch {
+	case name != "":
+	case r.Form == intent.Profile:
+		name, why = r.Profile, "as asked"
+	case r.Form == intent.Whole:
+		name, why = fullProfile(pool), "the whole-GPU profile"
+	default:
+		p, err := smallest(r, pool)
+		if err != nil {
+			return inventory.Profile{}, "", err
+		}
+		name, why = p.Name, smallestWhy(r, pool)
+	}
+	pr, ok := pool.Profile(name)
+	if !ok {
+		return inventory.Profile{}, "", fmt.Errorf("the pool serves no MIG profile %q (it serves %s)", name, profileNames(pool))
+	}
+	return pr, why, nil
+}
+
+func smallest(r intent.Request, pool *inventory.Pool) (allocator.Profile, error) {
+	if r.Form == intent.Fraction {
+		return allocator.FitFraction(pool.AllocatorProfiles(), pool.MemorySlices, r.FractionMilli)
+	}
+	return allocator.FitMemory(pool.AllocatorProfiles(), r.MemoryMiB)
+}
+
+func smallestWhy(r intent.Request, pool *inventory.Pool) string {
+	if r.Form == intent.Fraction {
+		return fmt.Sprintf("the smallest %s slice holding %d/1000 of its %d memory slices", pool.Model, r.FractionMilli, pool.MemorySlices)
+	}
+	return fmt.Sprintf("the smallest %s slice whose real memory covers %d MiB", pool.Model, r.MemoryMiB)
+}
+
+// fullProfile is the profile that spans all memory slices (7g.80gb on an H100).
+func fullProfile(pool *inventory.Pool) string {
+	for _, p := range pool.Profiles {
+		if pool.MemorySlices > 0 && p.MemorySlices == pool.MemorySlices {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+func covers(r intent.Request, p allocator.Profile, pool *inventory.Pool) bool {
+	switch r.Form {
+	case intent.Memory:
+		return p.MemoryMiB >= r.MemoryMiB
+	case intent.Fraction:
+		return int64(p.MemorySlices)*1000 >= r.FractionMilli*int64(pool.MemorySlices)
+	case intent.Profile:
+		return allocator.NormalizeProfile(r.Profile) == p.Name
+	default:
+		return true
+	}
+}
+
+func profileNames(pool *inventory.Pool) string {
+	if len(pool.Profiles) == 0 {
+		return "none"
+	}
+	s := ""
+	for i, p := range pool.Profiles {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s (%d MiB)", p.Name, p.MemoryMiB)
+	}
+	return s
+}
+
+func fitShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
+	if r.Count != 1 {
+		return assignment{}, fmt.Errorf("a memory share lives on one GPU; %s spans %d GPUs", r, r.Count)
+	}
+	perGPU := pool.UnitsPerGPU()
+	if perGPU == 0 {
+		return assignment{}, fmt.Errorf("the pool's GPU memory is unknown")
+	}
+	var units int64
+	var why string
+	switch r.Form {
+	case intent.Memory:
+		units = allocator.ShareUnits(r.MemoryMiB, pool.ShareUnitMiB)
+		why = fmt.Sprintf("%d MiB rounded up to whole %d MiB units", r.MemoryMiB, pool.ShareUnitMiB)
+	case intent.Fraction:
+		units = allocator.FractionShareUnits(r.FractionMilli, pool.GPUMemoryMiB, pool.ShareUnitMiB)
+		why = fmt.Sprintf("%d/1000 of the GPU's %d MiB, rounded up to whole %d MiB units", r.FractionMilli, pool.GPUMemoryMiB, pool.ShareUnitMiB)
+	case intent.Whole:
+		units, why = perGPU, "all of one GPU's units"
+	default:
+		return assignment{}, fmt.Errorf("%s is a MIG slice, not a memory share", r)
+	}
+	if units > perGPU {
+		return assignment{}, fmt.Errorf("%d units of %d MiB exceed one GPU's %d units (%d MiB)", units, pool.ShareUnitMiB, perGPU, pool.GPUMemoryMiB)
+	}
+	return assignment{resource: pool.Resource, quantity: units, givenMiB: units * pool.ShareUnitMiB, why: why}, nil
+}
+
+func fitWhole(r intent.Request, pool *inventory.Pool) (assignment, error) {
+	count := r.Count
+	switch r.Form {
+	case intent.Profile:
+		return assignment{}, fmt.Errorf("%s is a MIG slice, not a whole GPU", r)
+	case intent.Memory:
+		if pool.GPUMemoryMiB < r.MemoryMiB {
+			return assignment{}, fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
+		}
+	}
+	if pool.GPUsPerNode > 0 && count > pool.GPUsPerNode {
+		return assignment{}, fmt.Errorf("%d GPUs in one container, but its nodes have at most %d", count, pool.GPUsPerNode)
+	}
+	why := fmt.Sprintf("%d whole GPU(s)", count)
+	return assignment{resource: pool.Resource, quantity: count, givenMiB: pool.GPUMemoryMiB * count, why: why}, nil
+}

@@ -1,0 +1,173 @@
+package mutate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// Evaluator makes a policy decision for one pod.
+type Evaluator interface {
+	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
+}
+
+// InventorySource returns the cluster's GPU pools as they are now.
+type InventorySource interface {
+	Inventory() *inventory.Inventory
+}
+
+// StaticInventory is an InventorySource that never changes (the offline CLI, tests).
+type StaticInventory struct{ Inv *inventory.Inventory }
+
+// Inventory returns the fixed inventory.
+func (s StaticInventory) Inventory() *inventory.Inventory { return s.Inv }
+
+// Mutator decides and rewrites GPU pods. It is safe for concurrent use.
+type Mutator struct {
+	eval Evaluator
+	inv  InventorySource
+}
+
+// NewMutator returns a Mutator deciding with eval over the pools of inv.
+func NewMutator(eval Evaluator, inv InventorySource) *Mutator {
+	return &Mutator{eval: eval, inv: inv}
+}
+
+// Request is one pod to admit.
+type Request struct {
+	Pod *corev1.Pod
+	// Namespace is the pod's namespace; nil means one with no labels, named after the pod's.
+	Namespace *corev1.Namespace
+	// Operation is the admission operation; empty means CREATE.
+	Operation string
+	UserInfo  authenticationv1.UserInfo
+}
+
+// Result is the outcome of one admission.
+type Result struct {
+	// Allowed is false when the pod is denied; Message then says why and what would be accepted.
+	Allowed bool
+	Message string
+	// Warnings go back to the client.
+	Warnings []string
+	// Patch turns the pod as it arrived into Pod; empty when nothing changes.
+	Patch []jsonpatch.Operation
+	// Pod is the pod as gpuadmit admits it (the arriving pod when denied).
+	Pod *corev1.Pod
+	// Explanation is a paragraph a person can follow.
+	Explanation string
+	// Revision is the policy revision that decided; empty when no policy ran.
+	Revision string
+}
+
+// Mutate decides for one pod. A denial is a Result with Allowed false; an
+// error means gpuadmit itself failed (policy evaluation, an inapplicable decision).
+func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
+	if req.Pod == nil {
+		return Result{}, fmt.Errorf("no pod to admit")
+	}
+	if hasOwnAnnotations(req.Pod) {
+		return m.verify(ctx, req)
+	}
+	out, err := m.decide(ctx, req)
+	if err != nil || !out.Allowed {
+		return out, err
+	}
+	return withPatch(req.Pod, out)
+}
+
+// decide reads the pod's intent, asks the policy and applies its decision.
+func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
+	pod := req.Pod
+	want, errs := intent.Read(pod)
+	if len(errs) > 0 {
+		return deny(pod, errs.ToAggregate().Error()), nil
+	}
+	if !want.AsksForGPU() {
+		return Result{Allowed: true, Pod: pod.DeepCopy(), Explanation: "The pod asks for no GPU; gpuadmit leaves it as it is."}, nil
+	}
+	inv := m.inv.Inventory()
+	d, err := m.eval.Evaluate(ctx, input(req, want, inv))
+	if err != nil {
+		return Result{}, err
+	}
+	if len(d.Deny) > 0 {
+		return denyByPolicy(pod, d), nil
+	}
+	if err := checkPlacementNames(want, d); err != nil {
+		return Result{}, err
+	}
+	ch, reasons := choose(pod, want, d, inv)
+	if ch == nil {
+		return deny(pod, noPoolMessage(want, reasons, inv)), nil
+	}
+	return apply(pod, want, d, ch)
+}
+
+func input(req Request, want intent.Pod, inv *inventory.Inventory) policy.Input {
+	op := req.Operation
+	if op == "" {
+		op = "CREATE"
+	}
+	return policy.Input{
+		Operation:  op,
+		UserInfo:   req.UserInfo,
+		Namespace:  namespaceOf(req),
+		Pod:        req.Pod,
+		Containers: want.Requests,
+		Hints:      policy.Hints{Class: want.Class, Backend: string(want.Backend), Model: want.Model},
+		Pools:      inv.Pools,
+		Quota:      map[string]any{},
+	}
+}
+
+func namespaceOf(req Request) policy.Namespace {
+	if ns := req.Namespace; ns != nil {
+		return policy.Namespace{Name: ns.Name, Labels: orEmpty(ns.Labels), Annotations: orEmpty(ns.Annotations)}
+	}
+	name := req.Pod.Namespace
+	if name == "" {
+		name = "default"
+	}
+	return policy.Namespace{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func deny(pod *corev1.Pod, msg string) Result {
+	return Result{Allowed: false, Message: msg, Pod: pod, Explanation: "Denied: " + msg}
+}
+
+func denyByPolicy(pod *corev1.Pod, d policy.Decision) Result {
+	msg := fmt.Sprintf("denied by policy revision %s: %s", d.Revision, strings.Join(d.Deny, "; "))
+	r := deny(pod, msg)
+	r.Warnings, r.Revision = d.Warnings, d.Revision
+	return r
+}
+
+// checkPlacementNames refuses a decision that places a container that asks for no GPU.
+func checkPlacementNames(want intent.Pod, d policy.Decision) error {
+	asks := map[string]bool{}
+	for _, r := range want.Requests {
+		asks[r.Container] = true
+	}
+	for name, cands := range d.Placement {
+		if !asks[name] && len(cands) > 0 {
+			return fmt.Errorf("policy revision %s places container %q (rule %s), which asks for no GPU", d.Revision, name, cands[0].Rule)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package mutate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+)
+
+// Annotations gpuadmit writes. They are gpuadmit's record: users cannot set them.
+const (
+	// AnnotationDecision is the human-readable record: what was asked, what was
+	// given, on which pool, by which rule, under which policy revision.
+	AnnotationDecision = "gpuadmit.io/decision"
+	// AnnotationRequest keeps each GPU container's original GPU resources, so
+	// that gpuadmit can recompute its decision when the pod comes back.
+	AnnotationRequest = "gpuadmit.io/request"
+
+	ownPrefix = "gpuadmit.io/"
+)
+
+// userAnnotations are the gpuadmit.io/ annotations that belong to pod authors.
+var userAnnotations = map[string]bool{
+	intent.AnnotationClass:   true,
+	intent.AnnotationBackend: true,
+	intent.AnnotationModel:   true,
+}
+
+// IsOwnAnnotation reports whether key is reserved for gpuadmit's record.
+func IsOwnAnnotation(key string) bool {
+	return strings.HasPrefix(key, ownPrefix) && !userAnnotations[key]
+}
+
+func hasOwnAnnotations(pod *corev1.Pod) bool {
+	for k := range pod.Annotations {
+		if IsOwnAnnotation(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// record maps container name to its original GPU resources.
+type record map[string]resources
+
+type resources struct {
+	Limits   map[string]string `json:"limits,omitempty"`
+	Requests map[string]string `json:"requests,omitempty"`
+}
+
+// originalGPU copies the container's GPU keys before they are rewritten.
+func originalGPU(c *corev1.Container) resources {
+	return resources{Limits: gpuKeys(c.Resources.Limits), Requests: gpuKeys(c.Resources.Requests)}
+}
+
+func gpuKeys(list corev1.ResourceList) map[string]string {
+	var out map[string]string
+	for k, q := range list {
+		if intent.IsGPUResource(k) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[string(k)] = intent.FormatQuantity(q)
+		}
+	}
+	return out
+}
+
+func (r record) encode() (string, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", AnnotationRequest, err)
+	}
+	return string(b), nil
+}
+
+func decodeRecord(pod *corev1.Pod) (record, error) {
+	raw, ok := pod.Annotations[AnnotationRequest]
+	if !ok {
+		return nil, fmt.Errorf("%s is missing", AnnotationRequest)
+	}
+	var r record
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return nil, fmt.Errorf("%s is not gpuadmit's record: %w", AnnotationRequest, err)
+	}
+	return r, nil
+}
+
+// unmutate rebuilds the pod as its author wrote it: the recorded GPU
+// resources restored, gpuadmit's annotations removed. Everything else stays,
+// so deciding again yields the same selectors, tolerations and priority.
+func unmutate(pod *corev1.Pod, r record) (*corev1.Pod, error) {
+	out := pod.DeepCopy()
+	for k := range out.Annotations {
+		if IsOwnAnnotation(k) {
+			delete(out.Annotations, k)
+		}
+	}
+	found := 0
+	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range list {
+			res, ok := r[list[i].Name]
+			if !ok {
+				continue
+			}
+			found++
+			if err := restore(&list[i], res); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if found != len(r) {
+		return nil, fmt.Errorf("%s names containers the pod does not have", AnnotationRequest)
+	}
+	return out, nil
+}
+
+func restore(c *corev1.Container, res resources) error {
+	for _, l := range []struct {
+		list *corev1.ResourceList
+		keys map[string]string
+	}{{&c.Resources.Limits, res.Limits}, {&c.Resources.Requests, res.Requests}} {
+		for k := range *l.list {
+			if intent.IsGPUResource(k) {
+				delete(*l.list, k)
+			}
+		}
+		for k, v := range l.keys {
+			q, err := resource.ParseQuantity(v)
+			if err != nil || !intent.IsGPUResource(corev1.ResourceName(k)) {
+				return fmt.Errorf("%s: container %q: %s=%q is not a recorded GPU resource", AnnotationRequest, c.Name, k, v)
+			}
+			if *l.list == nil {
+				*l.list = corev1.ResourceList{}
+			}
+			(*l.list)[corev1.ResourceName(k)] = q
+		}
+	}
+	return nil
+}

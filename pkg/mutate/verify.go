@@ -1,0 +1,128 @@
+package mutate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// verify admits a pod that arrives with gpuadmit's annotations only if they
+// are what gpuadmit writes for it: the recorded request is restored, decided
+// again, and the result must equal the pod as it arrived. The policy revision
+// in the record may be older than the active one; if the decision is the same,
+// the record keeps the revision that made it.
+func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
+	pod := req.Pod
+	rec, err := decodeRecord(pod)
+	if err != nil {
+		return deny(pod, forged(err.Error())), nil
+	}
+	orig, err := unmutate(pod, rec)
+	if err != nil {
+		return deny(pod, forged(err.Error())), nil
+	}
+	again := req
+	again.Pod = orig
+	out, err := m.decide(ctx, again)
+	if err != nil {
+		return Result{}, err
+	}
+	if !out.Allowed {
+		return deny(pod, "the pod carries gpuadmit's record, but its recorded request is denied now: "+out.Message), nil
+	}
+	keepRecordedRevision(out.Pod, pod)
+	patch, err := diff(pod, out.Pod)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(patch) > 0 {
+		return deny(pod, forged("the pod differs from what gpuadmit writes for it at "+paths(patch))), nil
+	}
+	out.Pod = pod
+	out.Explanation = "gpuadmit already decided for this pod and would decide the same now; nothing changes. " + out.Explanation
+	return out, nil
+}
+
+func forged(why string) string {
+	return fmt.Sprintf("metadata.annotations: the gpuadmit.io/ annotations (other than %s, %s and %s) are gpuadmit's own record and cannot be set by hand: %s. Remove them and submit the pod as its author wrote it",
+		"gpuadmit.io/class", "gpuadmit.io/backend", "gpuadmit.io/model", why)
+}
+
+const revisionMark = "; revision "
+
+// keepRecordedRevision puts the arriving pod's revision into the recomputed record.
+func keepRecordedRevision(out, arrived *corev1.Pod) {
+	have := arrived.Annotations[AnnotationDecision]
+	got := out.Annotations[AnnotationDecision]
+	i, j := strings.LastIndex(have, revisionMark), strings.LastIndex(got, revisionMark)
+	if i < 0 || j < 0 || have[:i] != got[:j] {
+		return
+	}
+	out.Annotations[AnnotationDecision] = have
+}
+
+// withPatch adds the patch from the arriving pod to the result's pod.
+func withPatch(arrived *corev1.Pod, out Result) (Result, error) {
+	patch, err := diff(arrived, out.Pod)
+	if err != nil {
+		return Result{}, err
+	}
+	out.Patch = patch
+	return out, nil
+}
+
+// diff is the RFC 6902 patch that turns a into b.
+func diff(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode mutated pod: %w", err)
+	}
+	patch, err := jsonpatch.CreatePatch(ja, jb)
+	if err != nil {
+		return nil, fmt.Errorf("create patch: %w", err)
+	}
+	sortPatch(patch)
+	return patch, nil
+}
+
+// sortPatch orders operations by path, numeric segments as numbers, so the
+// same change always gives the same patch (CreatePatch walks maps in random
+// order). gpuadmit only changes map keys and appends to arrays, for which
+// ascending paths are a valid order.
+func sortPatch(patch []jsonpatch.Operation) {
+	sort.SliceStable(patch, func(i, j int) bool { return pathLess(patch[i].Path, patch[j].Path) })
+}
+
+func pathLess(a, b string) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for k := 0; k < len(as) && k < len(bs); k++ {
+		if as[k] == bs[k] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(as[k])
+		bi, berr := strconv.Atoi(bs[k])
+		if aerr == nil && berr == nil {
+			return ai < bi
+		}
+		return as[k] < bs[k]
+	}
+	return len(as) < len(bs)
+}
+
+func paths(patch []jsonpatch.Operation) string {
+	ps := make([]string, len(patch))
+	for i, op := range patch {
+		ps[i] = op.Path
+	}
+	return strings.Join(ps, ", ")
+}
