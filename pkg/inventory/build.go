@@ -81,7 +81,9 @@ func classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
 	switch {
 	case hasMIG(g.alloc):
 		g.mode = MIGMixed
-	case g.alloc[ResourceGPU] > 0 && (g.singleProfile != "" || n.Labels[LabelMIGStrategy] == "single"):
+	case g.alloc[ResourceGPU] > 0 && g.singleProfile != "":
+		// Under the single strategy GFD names the profile in the product
+		// label; a GPU without MIG enabled keeps its plain product and is whole.
 		g.mode = MIGSingle
 	case g.alloc[ResourceShare] > 0 || g.alloc[ResourceGPUShare] > 0:
 		g.mode = Shared

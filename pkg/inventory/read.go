@@ -49,7 +49,10 @@ func nodesOf(doc map[string]any) ([]corev1.Node, error) {
 		items, _ := doc["items"].([]any)
 		var nodes []corev1.Node
 		for i, item := range items {
-			m, _ := item.(map[string]any)
+			m, ok := item.(map[string]any)
+			if !ok || len(m) == 0 {
+				return nil, fmt.Errorf("items[%d]: not an object", i)
+			}
 			got, err := nodesOf(m)
 			if err != nil {
 				return nil, fmt.Errorf("items[%d]: %w", i, err)

@@ -22,8 +22,8 @@ func Test(ctx context.Context, dir string, w io.Writer) error {
 	case err != nil:
 		return err
 	}
-	printTests(w, set.Tests)
 	fmt.Fprintf(w, "policy set %s, revision %s: ready to go live\n", set.Source, set.Revision)
+	printTests(w, set.Tests)
 	return nil
 }
 
