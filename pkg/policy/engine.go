@@ -39,9 +39,11 @@ func NewEngine(opts Options) *Engine {
 func (e *Engine) Load(ctx context.Context, src Source) (*Set, error) {
 	set, err := Compile(ctx, src)
 	if err != nil {
+		loadFailures.Inc()
 		return nil, err
 	}
 	e.active.Store(set)
+	setActiveRevision(set.Revision)
 	return set, nil
 }
 
@@ -56,9 +58,12 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.EvalTimeout)
 	defer cancel()
+	start := time.Now()
 	rs, err := set.query.Eval(ctx, rego.EvalInput(in))
+	evalDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
-		return Decision{}, fmt.Errorf("evaluate policy revision %s: %w", set.Revision, err)
+		evalErrors.Inc()
+		return Decision{}, fmt.Errorf("evaluate policy revision %s (budget %s): %w", set.Revision, e.opts.EvalTimeout, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return Decision{}, fmt.Errorf("policy revision %s: %s is undefined for this pod", set.Revision, DecisionQuery)

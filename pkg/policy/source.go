@@ -10,10 +10,13 @@ import (
 	"github.com/gpuadmit/gpuadmit/policies"
 )
 
-// Source is where a policy set is read from: a directory on disk, or a file system.
+// Source is where a policy set is read from: a directory on disk, an OPA
+// bundle, or a file system.
 type Source struct {
-	// Dir is the policy directory; when empty, FS is read instead.
+	// Dir is the policy directory; when empty, Bundle or FS is read instead.
 	Dir string
+	// Bundle is an OPA bundle file (.tar.gz); used when Dir is empty.
+	Bundle string
 	// FS holds the set at its root when Dir is empty.
 	FS fs.FS
 	// Name says where the set came from, in messages and logs.
@@ -30,17 +33,44 @@ func Directory(dir string) Source {
 	return Source{Dir: dir, Name: dir}
 }
 
+// Path is Directory(path), or an OPA bundle when path ends in .tar.gz.
+func Path(path string) Source {
+	if strings.HasSuffix(path, ".tar.gz") {
+		return Source{Bundle: path, Name: path}
+	}
+	return Directory(path)
+}
+
 // load reads the set's Rego modules and data documents.
 func (s Source) load() (*loader.Result, error) {
 	fl := loader.NewFileLoader().
 		WithRegoVersion(ast.RegoV1).
 		WithProcessAnnotation(true).
 		WithFollowSymlinks(true)
+	if s.Dir == "" && s.Bundle != "" {
+		return loadBundle(fl, s.Bundle)
+	}
 	root := s.Dir
 	if root == "" {
 		fl, root = fl.WithFS(s.FS), "."
 	}
 	return fl.Filtered([]string{root}, skipHidden)
+}
+
+// loadBundle reads an OPA bundle into the same shape as a directory.
+func loadBundle(fl loader.FileLoader, path string) (*loader.Result, error) {
+	b, err := fl.AsBundle(path)
+	if err != nil {
+		return nil, err
+	}
+	res := &loader.Result{Documents: b.Data, Modules: map[string]*loader.RegoFile{}}
+	if res.Documents == nil {
+		res.Documents = map[string]any{}
+	}
+	for _, m := range b.Modules {
+		res.Modules[m.Path] = &loader.RegoFile{Name: m.Path, Parsed: m.Parsed, Raw: m.Raw}
+	}
+	return res, nil
 }
 
 // skipHidden leaves out dot-files and dot-directories below the root: .git,

@@ -1,0 +1,45 @@
+// Command webhook is gpuadmit's admission server (image entrypoint
+// /gpuadmit-webhook): flags become webhook.Options, then webhook.Run.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gpuadmit/gpuadmit/pkg/webhook"
+)
+
+func main() {
+	var o webhook.Options
+	flag.StringVar(&o.Policies, "policies", "", "policy directory or OPA bundle (.tar.gz), watched for changes; default: the embedded default policies")
+	flag.DurationVar(&o.PolicyInterval, "policy-poll-interval", 0, "how often the policy path is checked besides file events (default 10s)")
+	flag.DurationVar(&o.EvalTimeout, "eval-timeout", 0, "time budget of one policy evaluation (default 1s)")
+	flag.StringVar(&o.CertDir, "cert-dir", "", "directory with tls.crt and tls.key, reloaded when they change (default /tmp/k8s-webhook-server/serving-certs)")
+	flag.StringVar(&o.Host, "host", "", "address the webhook listens on (default all)")
+	flag.IntVar(&o.Port, "port", 9443, "webhook port")
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
+	flag.StringVar(&o.Self, "gpuadmit-username", "", "the user (gpuadmit's service account) that may change gpuadmit's record on pod UPDATE")
+	zopts := zap.Options{}
+	zopts.BindFlags(flag.CommandLine)
+	config.RegisterFlags(flag.CommandLine)
+	flag.Parse()
+	o.PodName, o.PodNamespace = os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+
+	log := zap.New(zap.UseFlagOptions(&zopts))
+	ctrl.SetLogger(log)
+	cfg, err := config.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
+		os.Exit(1)
+	}
+	if err := webhook.Run(ctrl.SetupSignalHandler(), cfg, o, log); err != nil {
+		log.Error(err, "webhook stopped")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,103 @@
+package inventory
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+var poolCount = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "gpuadmit_inventory_pools",
+	Help: "GPU pools in the inventory this replica decides with.",
+})
+
+func init() { metrics.Registry.MustRegister(poolCount) }
+
+// Live is the inventory of a running cluster: it rebuilds from a cached Node
+// list when a node's labels, taints or allocatable changed, on the first
+// decision after the change, and shares one immutable Inventory otherwise.
+type Live struct {
+	nodes client.Reader
+	cat   *allocator.Catalog
+	log   logr.Logger
+
+	gen  atomic.Uint64 // bumped by node events that matter
+	mu   sync.Mutex    // one rebuild at a time
+	snap atomic.Pointer[snapshot]
+}
+
+type snapshot struct {
+	gen uint64
+	inv *Inventory
+}
+
+// NewLive reads Nodes from nodes (a controller-runtime cache); the caller
+// wires Handler to that cache's Node informer.
+func NewLive(nodes client.Reader, cat *allocator.Catalog, log logr.Logger) *Live {
+	if cat == nil {
+		cat = allocator.Default()
+	}
+	l := &Live{nodes: nodes, cat: cat, log: log}
+	l.gen.Store(1)
+	return l
+}
+
+// Inventory returns the pools as of the last node change.
+func (l *Live) Inventory() *Inventory {
+	if s := l.snap.Load(); s != nil && s.gen == l.gen.Load() {
+		return s.inv
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gen := l.gen.Load()
+	if s := l.snap.Load(); s != nil && s.gen == gen {
+		return s.inv
+	}
+	var nodes corev1.NodeList
+	if err := l.nodes.List(context.Background(), &nodes); err != nil {
+		l.log.Error(err, "list nodes; keeping the last inventory")
+		if s := l.snap.Load(); s != nil {
+			return s.inv
+		}
+		return Build(nil, l.cat)
+	}
+	inv := Build(nodes.Items, l.cat)
+	l.snap.Store(&snapshot{gen: gen, inv: inv})
+	poolCount.Set(float64(len(inv.Pools)))
+	for _, w := range inv.Warnings {
+		l.log.V(1).Info("inventory", "warning", w)
+	}
+	return inv
+}
+
+// Handler marks the inventory stale on node events that change what Build reads.
+func (l *Live) Handler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { l.gen.Add(1) },
+		DeleteFunc: func(any) { l.gen.Add(1) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*corev1.Node)
+			n, ok2 := newObj.(*corev1.Node)
+			if !ok1 || !ok2 || relevantChange(o, n) {
+				l.gen.Add(1)
+			}
+		},
+	}
+}
+
+// relevantChange ignores heartbeats and conditions: only what pools are built from.
+func relevantChange(o, n *corev1.Node) bool {
+	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+}

@@ -1,0 +1,150 @@
+package mutate
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// NamespaceGetter returns a pod's namespace (labels and annotations feed the policy).
+type NamespaceGetter interface {
+	Namespace(ctx context.Context, name string) (*corev1.Namespace, error)
+}
+
+// Recorder publishes a decision as a Kubernetes Event.
+type Recorder interface {
+	Decision(pod *corev1.Pod, res Result)
+}
+
+// HandlerOptions tunes a Handler. The zero value works.
+type HandlerOptions struct {
+	// Recorder publishes decisions as Events; nil records none.
+	Recorder Recorder
+	// Clock times reviews; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Handler is the mutating admission webhook for pods (/mutate-v1-pod).
+type Handler struct {
+	m       *Mutator
+	ns      NamespaceGetter
+	decoder admission.Decoder
+	opts    HandlerOptions
+}
+
+var _ admission.Handler = (*Handler)(nil)
+
+// NewHandler serves m's decisions as admission responses.
+func NewHandler(m *Mutator, ns NamespaceGetter, scheme *runtime.Scheme, opts HandlerOptions) *Handler {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Handler{m: m, ns: ns, decoder: admission.NewDecoder(scheme), opts: opts}
+}
+
+// Handle answers one review: a policy "no" is Denied, gpuadmit's own failure
+// is Errored (and logged once), never the other way round.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := h.opts.Clock.Now()
+	resp, outcome := h.handle(ctx, req)
+	reviews.WithLabelValues("mutate", outcome).Inc()
+	reviewDuration.WithLabelValues("mutate").Observe(h.opts.Clock.Since(start).Seconds())
+	return resp
+}
+
+func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
+	log := logf.FromContext(ctx)
+	pod, err := decodePod(h.decoder, req)
+	if err != nil {
+		return admission.Errored(http.StatusBadRequest, err), OutcomeErrored
+	}
+	if req.Operation != admissionv1.Create {
+		return admission.Allowed("gpuadmit mutates pods on CREATE only"), OutcomeAllowed
+	}
+	ns, err := h.ns.Namespace(ctx, req.Namespace)
+	if err != nil {
+		log.Error(err, "read namespace", "namespace", req.Namespace)
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace %s: %w", req.Namespace, err)), OutcomeErrored
+	}
+	start := h.opts.Clock.Now()
+	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo})
+	if err != nil {
+		log.Error(err, "decision failed", "pod", podRef(pod))
+		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
+	}
+	resp, outcome := response(res)
+	h.report(ctx, req, pod, res, outcome, h.opts.Clock.Since(start).Seconds())
+	return resp, outcome
+}
+
+func response(res Result) (admission.Response, string) {
+	switch {
+	case !res.Allowed:
+		return admission.Denied(res.Message).WithWarnings(res.Warnings...), OutcomeDenied
+	case len(res.Patch) == 0:
+		return admission.Allowed("").WithWarnings(res.Warnings...), OutcomeAllowed
+	default:
+		return admission.Patched("", res.Patch...).WithWarnings(res.Warnings...), OutcomeMutated
+	}
+}
+
+// report writes the decision log line and, outside dry runs, the Event.
+func (h *Handler) report(ctx context.Context, req admission.Request, pod *corev1.Pod, res Result, outcome string, seconds float64) {
+	log := logf.FromContext(ctx)
+	if res.Revision == "" {
+		log.V(2).Info("no GPU asked", "pod", podRef(pod), "outcome", outcome)
+		return
+	}
+	log.Info("decision", "pod", podRef(pod), "revision", res.Revision, "outcome", outcome,
+		"asked", asked(pod), "decision", res.Pod.Annotations[AnnotationDecision], "message", res.Message,
+		"dryRun", req.DryRun != nil && *req.DryRun, "seconds", seconds)
+	if h.opts.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
+		h.opts.Recorder.Decision(pod, res)
+	}
+}
+
+// asked summarises the GPU requests as they arrived, for the log line.
+func asked(pod *corev1.Pod) string {
+	var parts []string
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if keys := gpuKeys(c.Resources.Limits); len(keys) > 0 {
+			parts = append(parts, fmt.Sprintf("%s%v", c.Name, keys))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// decodePod reads the review's pod, refusing reviews of anything else.
+func decodePod(dec admission.Decoder, req admission.Request) (*corev1.Pod, error) {
+	if req.Kind.Group != "" || req.Kind.Kind != "Pod" {
+		return nil, fmt.Errorf("gpuadmit admits pods; this review is for %s", req.Kind.String())
+	}
+	if len(req.Object.Raw) == 0 {
+		return nil, fmt.Errorf("the review carries no pod object")
+	}
+	pod := &corev1.Pod{}
+	if err := dec.DecodeRaw(req.Object, pod); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	if pod.Namespace == "" {
+		pod.Namespace = req.Namespace
+	}
+	return pod, nil
+}
+
+func podRef(pod *corev1.Pod) klog.ObjectRef {
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName
+	}
+	return klog.ObjectRef{Namespace: pod.Namespace, Name: name}
+}

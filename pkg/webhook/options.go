@@ -1,0 +1,53 @@
+package webhook
+
+import "time"
+
+// Options configure Run. The zero value serves the embedded policies on the
+// default ports with certificates from controller-runtime's default directory.
+type Options struct {
+	// Policies is a policy directory or an OPA bundle (.tar.gz); empty means the embedded default set.
+	Policies string
+	// PolicyInterval is how often the policy path is checked besides file events; zero means 10s.
+	PolicyInterval time.Duration
+	// EvalTimeout bounds one policy evaluation; zero means one second.
+	EvalTimeout time.Duration
+	// CertDir holds tls.crt and tls.key; empty means /tmp/k8s-webhook-server/serving-certs.
+	CertDir string
+	// Host and Port are where the webhook listens; Port zero means 9443.
+	Host string
+	Port int
+	// MetricsAddr serves /metrics; empty means ":8080", "0" disables it.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; empty means ":8081".
+	ProbeAddr string
+	// Self is the user (gpuadmit's service account) allowed to change gpuadmit's record on UPDATE.
+	Self string
+	// PodName and PodNamespace name this replica, for Events about policy loads; empty records none.
+	PodName, PodNamespace string
+	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
+	ShutdownTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.PolicyInterval <= 0 {
+		o.PolicyInterval = 10 * time.Second
+	}
+	if o.EvalTimeout <= 0 {
+		o.EvalTimeout = time.Second
+	}
+	if o.CertDir == "" {
+		o.CertDir = "/tmp/k8s-webhook-server/serving-certs"
+	}
+	if o.Port == 0 {
+		o.Port = 9443
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = ":8080"
+	}
+	if o.ProbeAddr == "" {
+		o.ProbeAddr = ":8081"
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+}

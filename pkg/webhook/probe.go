@@ -1,0 +1,97 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// check is one readiness condition: ok, and a line of detail either way.
+type check struct {
+	name string
+	run  func(*http.Request) (bool, string)
+}
+
+// probes serves /healthz and /readyz. Readiness reports each check's detail,
+// including a policy set that failed to load while the last good one serves:
+// that replica stays ready, since refusing traffic would turn one bad commit
+// into an outage of every GPU pod create (failurePolicy Fail).
+type probes struct {
+	addr     string
+	checks   []check
+	stopping atomic.Bool
+	log      logr.Logger
+}
+
+// NeedLeaderElection is false: every replica serves its own probes.
+func (p *probes) NeedLeaderElection() bool { return false }
+
+func (p *probes) Start(ctx context.Context) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", p.ready)
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return fmt.Errorf("listen for probes on %s: %w", p.addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		p.stopping.Store(true)
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (p *probes) ready(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	ok := !p.stopping.Load()
+	if !ok {
+		b.WriteString("[-]shutdown: draining in-flight reviews\n")
+	}
+	for _, c := range p.checks {
+		good, detail := c.run(r)
+		mark := "+"
+		if !good {
+			mark, ok = "-", false
+		}
+		fmt.Fprintf(&b, "[%s]%s: %s\n", mark, c.name, detail)
+	}
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	fmt.Fprint(w, b.String())
+}
+
+// policyCheck is ready once a set is active, and tells about the last failure.
+func policyCheck(engine *policy.Engine, w *policy.Watcher) check {
+	return check{name: "policy", run: func(*http.Request) (bool, string) {
+		set := engine.Active()
+		if set == nil {
+			detail := "no policy set is active yet"
+			if w != nil && w.Status().Failure != "" {
+				detail += "; last load failed: " + w.Status().Failure
+			}
+			return false, detail
+		}
+		detail := fmt.Sprintf("revision %s from %s", set.Revision, set.Source)
+		if w != nil {
+			if st := w.Status(); st.Failure != "" {
+				detail += fmt.Sprintf("; a newer set was NOT activated (at %s): %s", st.FailedAt.UTC().Format(time.RFC3339), st.Failure)
+			}
+		}
+		return true, detail
+	}}
+}

@@ -1,0 +1,174 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// Paths the webhook serves.
+const (
+	MutatePath   = "/mutate-v1-pod"
+	ValidatePath = "/validate-v1-pod"
+)
+
+var certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "gpuadmit_webhook_certificate_expiry_timestamp_seconds",
+	Help: "When the serving certificate in use expires (Unix time).",
+})
+
+func init() { metrics.Registry.MustRegister(certExpiry) }
+
+// Run serves the webhook until ctx ends, then stops accepting reviews and
+// drains those in flight.
+func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) error {
+	opts.defaults()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cw, err := certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key"))
+	if err != nil {
+		return fmt.Errorf("serving certificate in %s: %w", opts.CertDir, err)
+	}
+	cw.RegisterCallback(observeExpiry)
+	mgr, err := newManager(cfg, scheme, opts, cw)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(cw); err != nil {
+		return err
+	}
+	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout})
+	watcher, err := addPolicies(ctx, mgr, engine, opts, log)
+	if err != nil {
+		return err
+	}
+	live, err := addInventory(ctx, mgr, log)
+	if err != nil {
+		return err
+	}
+	registerHandlers(mgr, engine, live, scheme, opts)
+	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: readiness(mgr, engine, watcher), log: log}); err != nil {
+		return err
+	}
+	log.Info("starting gpuadmit webhook", "port", opts.Port, "policies", policyName(opts.Policies))
+	return mgr.Start(ctx)
+}
+
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher) (manager.Manager, error) {
+	timeout := opts.ShutdownTimeout
+	return ctrl.NewManager(cfg, manager.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  "0", // probes are served by probes, with detail
+		GracefulShutdownTimeout: &timeout,
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.Host,
+			Port:    opts.Port,
+			CertDir: opts.CertDir,
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = cw.GetCertificate }},
+		}),
+	})
+}
+
+func observeExpiry(c tls.Certificate) {
+	if c.Leaf != nil {
+		certExpiry.Set(float64(c.Leaf.NotAfter.Unix()))
+	}
+}
+
+// addPolicies loads the embedded set once, or watches the policy path.
+func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine, opts Options, log logr.Logger) (*policy.Watcher, error) {
+	if opts.Policies == "" {
+		_, err := engine.Load(ctx, policy.Embedded())
+		return nil, err
+	}
+	ev := mgr.GetEventRecorder("gpuadmit-webhook")
+	w := policy.NewWatcher(engine, opts.Policies, log.WithName("policy"), policy.WatchOptions{
+		Interval:  opts.PolicyInterval,
+		OnFailure: policyEvents(ev, opts.PodName, opts.PodNamespace),
+	})
+	return w, mgr.Add(w)
+}
+
+// addInventory builds pools from the Node informer, and warms the Namespace informer.
+func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*inventory.Live, error) {
+	live := inventory.NewLive(mgr.GetCache(), allocator.Default(), log.WithName("inventory"))
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("node informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(live.Handler()); err != nil {
+		return nil, err
+	}
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
+		return nil, fmt.Errorf("namespace informer: %w", err)
+	}
+	return live, nil
+}
+
+func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
+	m := mutate.NewMutator(engine, live)
+	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme,
+		mutate.HandlerOptions{Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}})
+	srv := mgr.GetWebhookServer()
+	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr(true)})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator(opts.Self, scheme), RecoverPanic: ptr(true)})
+}
+
+func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {
+	started := mgr.GetWebhookServer().StartedChecker()
+	return []check{
+		policyCheck(engine, w),
+		{name: "informers", run: func(r *http.Request) (bool, string) {
+			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+			defer cancel()
+			if !mgr.GetCache().WaitForCacheSync(ctx) {
+				return false, "node and namespace caches are not synced yet"
+			}
+			return true, "node and namespace caches synced"
+		}},
+		{name: "webhook", run: func(r *http.Request) (bool, string) {
+			if err := started(r); err != nil {
+				return false, err.Error()
+			}
+			return true, "serving TLS"
+		}},
+	}
+}
+
+func policyName(p string) string {
+	if p == "" {
+		return "embedded"
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
