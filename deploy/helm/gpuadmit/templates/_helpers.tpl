@@ -1,0 +1,64 @@
+{{/* The namespace every namespaced object goes into. */}}
+{{- define "gpuadmit.namespace" -}}
+{{- .Values.namespace.name -}}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "gpuadmit.labels" -}}
+app.kubernetes.io/name: gpuadmit
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/* The webhook pods' labels; the same as deploy/base, so both select alike. */}}
+{{- define "gpuadmit.selectorLabels" -}}
+app.kubernetes.io/name: gpuadmit
+app.kubernetes.io/component: webhook
+{{- end }}
+
+{{/* The Secret the webhook serves TLS from. */}}
+{{- define "gpuadmit.tlsSecretName" -}}
+{{- if eq .Values.certificates.mode "secret" -}}
+{{- required "certificates.secret.name is required in secret mode" .Values.certificates.secret.name -}}
+{{- else -}}
+gpuadmit-webhook-tls
+{{- end -}}
+{{- end }}
+
+{{/*
+The webhook configurations' CA: cert-manager's injection annotation, or the
+caBundle given in secret mode (PEM, or already base64).
+*/}}
+{{- define "gpuadmit.caAnnotations" -}}
+{{- if eq .Values.certificates.mode "certManager" -}}
+annotations:
+  cert-manager.io/inject-ca-from: {{ include "gpuadmit.namespace" . }}/gpuadmit-webhook
+{{- end }}
+{{- end }}
+
+{{- define "gpuadmit.caBundle" -}}
+{{- if eq .Values.certificates.mode "secret" -}}
+{{- $ca := required "certificates.secret.caBundle is required in secret mode: the CA that signed the serving certificate" .Values.certificates.secret.caBundle -}}
+caBundle: {{ ternary ($ca | b64enc) ($ca | trim) (contains "-----BEGIN" $ca) }}
+{{- end -}}
+{{- end }}
+
+{{/* Namespaces never sent to the webhook: its own, then webhook.excludedNamespaces. */}}
+{{- define "gpuadmit.namespaceSelector" -}}
+namespaceSelector:
+  matchExpressions:
+    - key: kubernetes.io/metadata.name
+      operator: NotIn
+      values: {{ prepend .Values.webhook.excludedNamespaces (include "gpuadmit.namespace" .) | uniq | toJson }}
+{{- end }}
+
+{{/* The webhook's --policies argument, empty for the embedded set. */}}
+{{- define "gpuadmit.policiesArg" -}}
+{{- if eq .Values.policies.source "configMap" -}}
+--policies=/policies
+{{- else if eq .Values.policies.source "gitSync" -}}
+--policies={{ trimSuffix "/" (printf "/git/current/%s" .Values.policies.gitSync.path) }}
+{{- end -}}
+{{- end }}

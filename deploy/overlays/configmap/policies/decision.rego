@@ -1,0 +1,68 @@
+# METADATA
+# title: gpuadmit decision
+# description: |
+#   The document gpuadmit evaluates, data.gpuadmit.decision, and the pod-level
+#   rules: the class → PriorityClass map, the model hint, and warnings.
+package gpuadmit
+
+decision := {
+	"deny": deny,
+	"warnings": warnings,
+	"placement": placement,
+	"priorityClassName": priority_class_name,
+	"nodeSelector": {},
+	"tolerations": [],
+	"labels": {},
+	"annotations": {},
+}
+
+priority_label_prefix := "gpuadmit.io/priority."
+
+# pod_class is the pod's gpuadmit.io/class, else its namespace's default class.
+pod_class := input.hints.class if input.hints.class != ""
+
+else := object.get(input.namespace.labels, "gpuadmit.io/class", "")
+
+known_classes contains class if some class, _ in data.gpuadmit.config.priorityClasses
+
+known_classes contains substring(key, count(priority_label_prefix), -1) if {
+	some key, _ in input.namespace.labels
+	startswith(key, priority_label_prefix)
+}
+
+# priority_class_name maps the class, letting the namespace override the map.
+priority_class_name := name if {
+	pod_class != ""
+	name := object.get(
+		input.namespace.labels,
+		concat("", [priority_label_prefix, pod_class]),
+		data.gpuadmit.config.priorityClasses[pod_class],
+	)
+} else := ""
+
+deny contains msg if {
+	pod_class != ""
+	not pod_class in known_classes
+	msg := sprintf("gpuadmit.io/class %q is not a class of this cluster; accepted: %s", [pod_class, concat(", ", sort(known_classes))])
+}
+
+deny contains msg if {
+	priority_class_name != ""
+	asked := object.get(input.pod.spec, "priorityClassName", "")
+	asked != ""
+	asked != priority_class_name
+	msg := sprintf("spec.priorityClassName %q conflicts with class %q, which runs as %q; remove spec.priorityClassName or change gpuadmit.io/class", [asked, pod_class, priority_class_name])
+}
+
+deny contains msg if {
+	input.hints.model != ""
+	count([p | some p in input.pools; model_allowed(p)]) == 0
+	models := {p.model | some p in input.pools}
+	msg := sprintf("gpuadmit.io/model %q: no GPU pool of this cluster has that model; models: %s", [input.hints.model, concat(", ", sort(models))])
+}
+
+warnings contains msg if {
+	some c in input.containers
+	c.coresPercent > 0
+	msg := sprintf("container %q: a compute share of %d%% is not enforced on MIG slices, memory shares or whole GPUs; it is ignored", [c.name, c.coresPercent])
+}

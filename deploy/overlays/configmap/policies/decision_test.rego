@@ -1,0 +1,164 @@
+package gpuadmit_test
+
+import data.gpuadmit
+
+h100_mig := {
+	"name": "h100-mig", "model": "H100-80GB", "mode": "mig-mixed", "gpuMemoryMiB": 81559, "memorySlices": 8,
+	"profiles": [
+		{"name": "1g.10gb", "memoryMiB": 9984, "memorySlices": 1, "computeSlices": 1},
+		{"name": "1g.20gb", "memoryMiB": 20096, "memorySlices": 2, "computeSlices": 1},
+		{"name": "3g.40gb", "memoryMiB": 40448, "memorySlices": 4, "computeSlices": 3},
+		{"name": "7g.80gb", "memoryMiB": 81152, "memorySlices": 8, "computeSlices": 7},
+	],
+	"taints": [{"key": "gpu", "value": "h100", "effect": "NoSchedule"}],
+}
+
+a100_mig := {
+	"name": "a100-mig", "model": "A100-40GB", "mode": "mig-mixed", "gpuMemoryMiB": 40960, "memorySlices": 8,
+	"profiles": [
+		{"name": "1g.5gb", "memoryMiB": 4864, "memorySlices": 1, "computeSlices": 1},
+		{"name": "3g.20gb", "memoryMiB": 19968, "memorySlices": 4, "computeSlices": 3},
+	],
+	"taints": [],
+}
+
+t4_shared := {"name": "t4-shared", "model": "T4", "mode": "shared", "gpuMemoryMiB": 15360, "profiles": [], "taints": []}
+
+a100_whole := {"name": "a100-whole", "model": "A100-80GB", "mode": "whole", "gpuMemoryMiB": 81920, "taints": []}
+
+t4_whole := {"name": "t4-whole", "model": "T4", "mode": "whole", "gpuMemoryMiB": 15360, "taints": []}
+
+all_pools := [h100_mig, a100_mig, t4_shared, a100_whole, t4_whole]
+
+mem(name, mib) := {"name": name, "kind": "app", "dialect": "hami", "form": "memory", "count": 1, "memoryMiB": mib, "fractionMilli": 0, "coresPercent": 0}
+
+pod_input(containers, hints) := {
+	"operation": "CREATE",
+	"pod": {"metadata": {"name": "p"}, "spec": {}},
+	"namespace": {"name": "team-a", "labels": {}},
+	"containers": containers,
+	"hints": object.union({"class": "", "backend": "", "model": ""}, hints),
+	"pools": all_pools,
+}
+
+pools_of(d, name) := [c.pool | some c in d.placement[name]]
+
+test_memory_prefers_the_smallest_covering_mig_pool if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {})
+	pools_of(d, "main") == ["a100-mig", "h100-mig", "t4-shared", "t4-whole", "a100-whole"]
+	d.placement.main[0].backend == "mig"
+	d.placement.main[2].backend == "shared"
+	d.placement.main[4].backend == "whole"
+}
+
+test_memory_above_small_slices_ranks_by_real_size if {
+	# 15000 MiB: A100's 3g.20gb (19968) beats H100's 1g.20gb (20096) by real MiB.
+	d := gpuadmit.decision with input as pod_input([mem("main", 15000)], {})
+	pools_of(d, "main")[0] == "a100-mig"
+	pools_of(d, "main")[1] == "h100-mig"
+}
+
+test_mig_pool_that_cannot_cover_goes_last_among_mig if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 30000)], {})
+	pools_of(d, "main")[0] == "h100-mig"
+	pools_of(d, "main")[1] == "a100-mig"
+}
+
+test_whole_stays_whole if {
+	c := {"name": "main", "kind": "app", "dialect": "nvidia", "form": "whole", "count": 2, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+	d := gpuadmit.decision with input as pod_input([c], {})
+	pools_of(d, "main") == ["t4-whole", "a100-whole"]
+	every cand in d.placement.main { cand.backend == "whole" }
+}
+
+test_share_dialect_stays_a_share if {
+	c := object.union(mem("main", 3072), {"dialect": "share"})
+	d := gpuadmit.decision with input as pod_input([c], {})
+	pools_of(d, "main") == ["t4-shared"]
+}
+
+test_profile_form_goes_only_to_mig if {
+	c := {"name": "main", "kind": "app", "dialect": "mig", "form": "profile", "profile": "1g.10gb", "count": 1, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+	d := gpuadmit.decision with input as pod_input([c], {})
+	pools_of(d, "main")[0] == "h100-mig"
+	every cand in d.placement.main { cand.backend == "mig" }
+}
+
+test_backend_hint_narrows if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"backend": "shared"})
+	pools_of(d, "main") == ["t4-shared"]
+}
+
+test_model_hint_narrows if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"model": "h100-80gb"})
+	pools_of(d, "main") == ["h100-mig"]
+	count(d.deny) == 0
+}
+
+test_unknown_model_is_denied if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"model": "B200"})
+	some msg in d.deny
+	contains(msg, "B200")
+}
+
+test_tolerations_follow_the_pool_taints if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 30000)], {})
+	d.placement.main[0].tolerations == [{"key": "gpu", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}]
+}
+
+test_class_maps_to_priority_class if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"class": "inference"})
+	d.priorityClassName == "gpuadmit-inference"
+	count(d.deny) == 0
+}
+
+test_no_class_no_priority_class if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {})
+	d.priorityClassName == ""
+}
+
+test_namespace_label_overrides_the_map if {
+	pin := pod_input([mem("main", 3000)], {"class": "training"})
+	ns := {"name": "team-a", "labels": {"gpuadmit.io/priority.training": "team-a-training"}}
+	d := gpuadmit.decision with input as object.union(pin, {"namespace": ns})
+	d.priorityClassName == "team-a-training"
+}
+
+test_namespace_default_class if {
+	pin := pod_input([mem("main", 3000)], {})
+	ns := {"name": "team-a", "labels": {"gpuadmit.io/class": "batch"}}
+	d := gpuadmit.decision with input as object.union(pin, {"namespace": ns})
+	d.priorityClassName == "gpuadmit-batch"
+}
+
+test_unknown_class_is_denied if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"class": "vip"})
+	d.deny == {`gpuadmit.io/class "vip" is not a class of this cluster; accepted: batch, inference, training`}
+}
+
+test_user_priority_class_conflict_is_denied if {
+	pin := pod_input([mem("main", 3000)], {"class": "batch"})
+	d := gpuadmit.decision with input as object.union(pin, {"pod": {"spec": {"priorityClassName": "system-node-critical"}}})
+	some msg in d.deny
+	contains(msg, "system-node-critical")
+}
+
+test_user_priority_class_agreeing_is_fine if {
+	pin := pod_input([mem("main", 3000)], {"class": "batch"})
+	d := gpuadmit.decision with input as object.union(pin, {"pod": {"spec": {"priorityClassName": "gpuadmit-batch"}}})
+	count(d.deny) == 0
+}
+
+test_cores_are_warned_about if {
+	c := object.union(mem("main", 3000), {"coresPercent": 30})
+	d := gpuadmit.decision with input as pod_input([c], {})
+	some msg in d.warnings
+	contains(msg, "30%")
+}
+
+test_every_container_gets_candidates_by_real_size if {
+	# 20000 MiB misses A100's 3g.20gb (19968 MiB real), so H100's 1g.20gb (20096) leads.
+	d := gpuadmit.decision with input as pod_input([mem("a", 1000), mem("b", 20000)], {})
+	pools_of(d, "a")[0] == "a100-mig"
+	pools_of(d, "b")[0] == "h100-mig"
+}

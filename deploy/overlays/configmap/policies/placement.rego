@@ -1,0 +1,103 @@
+# Placement: where each GPU container may go, in order of preference. gpuadmit takes the
+# first candidate that the inventory can serve and that fits, so this is a
+# fallback chain: a memory or fraction request goes to the smallest fitting
+# MIG slice where a MIG pool can serve it, else a memory share, else whole
+# GPUs; nvidia.com/gpu: N stays whole; a request already written as a MIG
+# slice or a memory share stays in that form. The pod hints
+# gpuadmit.io/backend and gpuadmit.io/model narrow the choice.
+package gpuadmit
+
+placement[c.name] := candidates(c) if some c in input.containers
+
+# candidates lists pools backend by backend, the best pool of each backend first.
+candidates(c) := [cand |
+	some backend in backends(c)
+	some cand in pool_candidates(c, backend)
+]
+
+backends(_) := [input.hints.backend] if input.hints.backend != ""
+
+backends(c) := ["mig"] if {
+	input.hints.backend == ""
+	c.form == "profile"
+}
+
+backends(c) := ["shared"] if {
+	input.hints.backend == ""
+	c.dialect == "share"
+}
+
+backends(c) := ["whole"] if {
+	input.hints.backend == ""
+	c.form == "whole"
+}
+
+backends(c) := ["mig", "shared", "whole"] if {
+	input.hints.backend == ""
+	c.dialect != "share"
+	c.form in {"memory", "fraction"}
+}
+
+pool_modes := {
+	"mig": {"mig-mixed", "mig-single"},
+	"shared": {"shared"},
+	"whole": {"whole"},
+}
+
+pool_candidates(c, backend) := [{
+	"pool": ranked[1],
+	"backend": backend,
+	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
+	"tolerations": tolerations(pools[ranked[1]]),
+} |
+	some ranked in sort([[rank(c, backend, p), p.name] |
+		some p in input.pools
+		p.mode in pool_modes[backend]
+		model_allowed(p)
+	])
+]
+
+pools[p.name] := p if some p in input.pools
+
+model_allowed(_) if input.hints.model == ""
+
+model_allowed(p) if lower(p.model) == lower(input.hints.model)
+
+# rank orders pools of one backend: the least GPU memory that still covers the
+# request first, so the big GPUs stay free for the requests that need them.
+rank(c, "mig", p) := min(fits) if {
+	fits := [pr.memoryMiB | some pr in p.profiles; covers(c, p, pr)]
+	count(fits) > 0
+} else := 1e15
+
+rank(c, backend, p) := p.gpuMemoryMiB if backend != "mig"
+
+covers(c, _, pr) if {
+	c.form == "memory"
+	pr.memoryMiB >= c.memoryMiB
+}
+
+covers(c, p, pr) if {
+	c.form == "fraction"
+	pr.memorySlices * 1000 >= c.fractionMilli * p.memorySlices
+}
+
+covers(c, _, pr) if {
+	c.form == "profile"
+	pr.name == c.profile
+}
+
+covers(c, p, pr) if {
+	c.form == "whole"
+	pr.memorySlices == p.memorySlices
+}
+
+# tolerations let the pod onto the chosen pool's tainted nodes.
+tolerations(p) := [{
+	"key": t.key,
+	"operator": "Equal",
+	"value": object.get(t, "value", ""),
+	"effect": t.effect,
+} |
+	some t in p.taints
+]

@@ -1,0 +1,385 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/certs"
+)
+
+// The names deploy/ and the webhook binary agree on.
+const (
+	namespace      = "gpuadmit-system"
+	serviceName    = "gpuadmit-webhook"
+	tlsSecretName  = "gpuadmit-webhook-tls"
+	serviceAccount = "gpuadmit"
+	image          = "ghcr.io/gpuadmit/gpuadmit:v0.1.0"
+)
+
+// key names one rendered object.
+type key struct{ Kind, Namespace, Name string }
+
+func (k key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name }
+
+// objects is one rendering, each object decoded into its Go type.
+type objects map[key]runtime.Object
+
+// tools are the renderers, from hack/tools.sh.
+type tools struct{ kustomize, helm string }
+
+// findTools looks for kustomize and helm in $GPUADMIT_TOOLS or ../.bin/tools.
+// Without them the test is skipped, unless GPUADMIT_REQUIRE_TOOLS=1 (CI).
+func findTools(t *testing.T) tools {
+	t.Helper()
+	dir := os.Getenv("GPUADMIT_TOOLS")
+	if dir == "" {
+		dir = filepath.Join("..", ".bin", "tools")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := tools{kustomize: filepath.Join(dir, "kustomize"), helm: filepath.Join(dir, "helm")}
+	var missing []string
+	for _, p := range []string{tl.kustomize, tl.helm} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+			missing = append(missing, filepath.Base(p))
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("%s not found in %s: run hack/tools.sh", strings.Join(missing, " and "), dir)
+		if os.Getenv("GPUADMIT_REQUIRE_TOOLS") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return tl
+}
+
+// build renders a kustomization directory.
+func (tl tools) build(t *testing.T, dir string) objects {
+	t.Helper()
+	return decode(t, run(t, tl.kustomize, "build", dir))
+}
+
+// template renders the chart with --set/--set-file arguments. Helm's own
+// directories point into a temporary directory so no user setting leaks in.
+func (tl tools) template(t *testing.T, args ...string) objects {
+	t.Helper()
+	out, err := tl.templateErr(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
+}
+
+func (tl tools) templateErr(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(tl.helm, append([]string{"template", "gpuadmit", filepath.Join("helm", "gpuadmit"), "--kube-version", "1.33.0"}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("helm template %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+func run(t *testing.T, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	}
+	return out
+}
+
+// decoder decodes strictly: an unknown or duplicate field is an error, so a
+// misspelt or misplaced field fails here instead of being dropped by the API server.
+var decoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cmv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err)
+		}
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}()
+
+// decode splits a YAML stream and decodes every document.
+func decode(t *testing.T, stream []byte) objects {
+	t.Helper()
+	objs := objects{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if empty(t, doc) {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decode:\n%s\n%v", doc, err)
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := key{gvk.Kind, m.GetNamespace(), m.GetName()}
+		if _, dup := objs[k]; dup {
+			t.Fatalf("%s rendered twice", k)
+		}
+		objs[k] = obj
+	}
+	if len(objs) == 0 {
+		t.Fatal("nothing rendered")
+	}
+	return objs
+}
+
+// empty reports a document with no object (only comments, as helm leaves
+// for a template whose condition is false).
+func empty(t *testing.T, doc []byte) bool {
+	var v map[string]any
+	if err := yaml.Unmarshal(doc, &v); err != nil {
+		t.Fatalf("parse:\n%s\n%v", doc, err)
+	}
+	return len(v) == 0
+}
+
+// get returns the object kind namespace/name as T, failing the test without it.
+func get[T runtime.Object](t *testing.T, objs objects, kind, ns, name string) T {
+	t.Helper()
+	k := key{kind, ns, name}
+	o, ok := objs[k]
+	if !ok {
+		t.Fatalf("no %s in the rendering; it has %v", k, objs.keys())
+	}
+	v, ok := o.(T)
+	if !ok {
+		t.Fatalf("%s decoded as %T", k, o)
+	}
+	return v
+}
+
+func (objs objects) keys() []string {
+	var ks []string
+	for k := range objs {
+		ks = append(ks, k.String())
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// devOverlay copies base and the dev overlay into a temporary tree with
+// freshly made certificates, as `gpuadmit certs` would leave them.
+func devOverlay(t *testing.T) (string, *certs.Bundle) {
+	t.Helper()
+	root := t.TempDir()
+	for _, dir := range []string{"base", filepath.Join("overlays", "dev")} {
+		if err := os.CopyFS(filepath.Join(root, dir), os.DirFS(dir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBundle(t)
+	dir := filepath.Join(root, "overlays", "dev")
+	if err := b.WriteDir(filepath.Join(dir, "certs")); err != nil {
+		t.Fatal(err)
+	}
+	return dir, b
+}
+
+// newBundle makes a development CA and serving certificate for the Service.
+func newBundle(t *testing.T) *certs.Bundle {
+	t.Helper()
+	b, err := certs.Generate(certs.Options{Service: serviceName, Namespace: namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// defaultPolicies reads the repository's default policy set as a ConfigMap
+// would hold it: file name → content, for *.rego and data.yaml.
+func defaultPolicies(t *testing.T) map[string]string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join("..", "policies", "*.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, p := range append(names, filepath.Join("..", "policies", "data.yaml")) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[filepath.Base(p)] = string(b)
+	}
+	return files
+}
+
+// variant is what every rendering is checked for, and what it adds.
+type variant struct {
+	// policies is the webhook's --policies argument; empty means the flag is absent.
+	policies string
+	// check asserts what this variant adds (certificates, policy source).
+	check func(*testing.T, objects)
+}
+
+func TestKustomize(t *testing.T) {
+	tl := findTools(t)
+	devDir, bundle := devOverlay(t)
+	tests := map[string]struct {
+		dir string
+		variant
+	}{
+		"base has no certificates": {dir: "base", variant: variant{check: checkNoCertificates}},
+		"cert-manager":             {dir: "overlays/cert-manager", variant: variant{check: checkCertManager}},
+		"dev with generated certs": {dir: devDir, variant: variant{check: checkSecretCA(bundle, true)}},
+		"configmap policies": {dir: "overlays/configmap", variant: variant{
+			policies: "--policies=/policies", check: all(checkCertManager, checkConfigMapPolicies(defaultPolicies(t)))}},
+		"git-sync policies": {dir: "overlays/git-sync", variant: variant{
+			policies: "--policies=/git/current/policies", check: all(checkCertManager, checkGitSync)}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objs := tl.build(t, tc.dir)
+			checkCommon(t, objs, tc.policies)
+			tc.check(t, objs)
+		})
+	}
+}
+
+func TestHelm(t *testing.T) {
+	tl := findTools(t)
+	bundle := newBundle(t)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, bundle.CACert, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policies := defaultPolicies(t)
+	var policyFiles []string
+	for name := range policies {
+		abs, _ := filepath.Abs(filepath.Join("..", "policies", name))
+		policyFiles = append(policyFiles, "--set-file", "policies.configMap.files."+strings.ReplaceAll(name, ".", `\.`)+"="+abs)
+	}
+	tests := map[string]struct {
+		args []string
+		// like is the overlay the rendering must equal, labels aside; empty skips that.
+		like string
+		variant
+	}{
+		"defaults are the cert-manager overlay": {like: "overlays/cert-manager", variant: variant{check: checkCertManager}},
+		"secret mode with a PEM caBundle": {
+			args:    []string{"--set", "certificates.mode=secret", "--set-file", "certificates.secret.caBundle=" + caFile},
+			variant: variant{check: checkSecretCA(bundle, false)}},
+		"secret mode with a base64 caBundle": {
+			args:    []string{"--set", "certificates.mode=secret", "--set", "certificates.secret.caBundle=" + b64(bundle.CACert)},
+			variant: variant{check: checkSecretCA(bundle, false)}},
+		"configMap policies are the configmap overlay": {
+			args: append([]string{"--set", "policies.source=configMap"}, policyFiles...), like: "overlays/configmap",
+			variant: variant{policies: "--policies=/policies", check: checkConfigMapPolicies(policies)}},
+		"configMap policies from an existing ConfigMap": {
+			args:    []string{"--set", "policies.source=configMap"},
+			variant: variant{policies: "--policies=/policies", check: checkConfigMapPolicies(nil)}},
+		"gitSync policies are the git-sync overlay": {
+			args: []string{"--set", "policies.source=gitSync"}, like: "overlays/git-sync",
+			variant: variant{policies: "--policies=/git/current/policies", check: checkGitSync}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			objs := tl.template(t, tc.args...)
+			checkCommon(t, objs, tc.policies)
+			tc.check(t, objs)
+			if tc.like != "" {
+				equalExceptLabels(t, tl.build(t, tc.like), objs)
+			}
+		})
+	}
+}
+
+// TestHelmRefuses checks that values which would make a broken webhook fail
+// at render time rather than in the cluster.
+func TestHelmRefuses(t *testing.T) {
+	tl := findTools(t)
+	tests := map[string]struct {
+		args []string
+		want string
+	}{
+		"secret mode without a CA":     {args: []string{"--set", "certificates.mode=secret"}, want: "certificates.secret.caBundle is required"},
+		"an unknown certificates mode": {args: []string{"--set", "certificates.mode=manual"}, want: "certificates/mode"},
+		"an unknown policy source":     {args: []string{"--set", "policies.source=git"}, want: "policies/source"},
+		"a long webhook timeout":       {args: []string{"--set", "webhook.timeoutSeconds=30"}, want: "webhook/timeoutSeconds"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := tl.templateErr(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("helm template %v: got error %v, want one containing %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}
+
+// equalExceptLabels compares two renderings object by object; only
+// metadata.labels may differ (helm adds its own).
+func equalExceptLabels(t *testing.T, want, got objects) {
+	t.Helper()
+	if diff := cmp.Diff(want.keys(), got.keys()); diff != "" {
+		t.Fatalf("rendered objects (-overlay +helm):\n%s", diff)
+	}
+	for k, w := range want {
+		if diff := cmp.Diff(unlabeled(t, w), unlabeled(t, got[k])); diff != "" {
+			t.Errorf("%s (-overlay +helm):\n%s", k, diff)
+		}
+	}
+}
+
+func unlabeled(t *testing.T, obj runtime.Object) map[string]any {
+	t.Helper()
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md, ok := u["metadata"].(map[string]any); ok {
+		delete(md, "labels")
+	}
+	return u
+}
+
+func all(checks ...func(*testing.T, objects)) func(*testing.T, objects) {
+	return func(t *testing.T, objs objects) {
+		t.Helper()
+		for _, c := range checks {
+			c(t, objs)
+		}
+	}
+}
