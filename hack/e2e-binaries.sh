@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the control plane the end-to-end tests run, once per version, into
+# test/e2e/.bin/<version>/ (git-ignored): kube-apiserver, kube-scheduler and
+# kube-controller-manager from the k8s.io/kubernetes module (test/e2e/tools),
+# and kwok for fake nodes. etcd comes from Debian's etcd-server package.
+# Later runs find the binaries and take seconds.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+k8s=v1.37.0
+kwok=v0.8.0
+certmanager=v1.21.2
+out=$root/test/e2e/.bin/$k8s
+mkdir -p "$out"
+
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+  echo "e2e: installing etcd from Debian's etcd-server package" >&2
+  if [ "$(id -u)" = 0 ]; then sudo=""; else sudo=sudo; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq etcd-server >/dev/null
+fi
+ln -sf "$(command -v etcd || echo /usr/bin/etcd)" "$out/etcd"
+
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+for c in kube-apiserver kube-scheduler kube-controller-manager; do
+  if [ ! -x "$out/$c" ]; then
+    echo "e2e: building $c $k8s (first time only, several minutes)" >&2
+    (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c" && mv "$out/$c.tmp" "$out/$c")
+  fi
+done
+if [ ! -x "$out/kwok" ]; then
+  echo "e2e: building kwok $kwok" >&2
+  GOBIN="$out" go install "sigs.k8s.io/kwok/cmd/kwok@$kwok"
+fi
+# kwok's stage files (node ready, pod ready/complete/delete) and cert-manager's
+# CRDs come from their Go modules, so the tests validate against the real files.
+if [ ! -d "$out/kwok-stages" ]; then
+  dir=$(go mod download -json "sigs.k8s.io/kwok@$kwok" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  mkdir -p "$out/kwok-stages.tmp"
+  cp "$dir/kustomize/stage/node/fast/node-initialize.yaml" "$dir"/kustomize/stage/pod/fast/pod-*.yaml "$out/kwok-stages.tmp/"
+  mv "$out/kwok-stages.tmp" "$out/kwok-stages"
+fi
+if [ ! -d "$out/cert-manager-crds" ]; then
+  dir=$(go mod download -json "github.com/cert-manager/cert-manager@$certmanager" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  mkdir -p "$out/cert-manager-crds.tmp"
+  cp "$dir"/deploy/crds/*.yaml "$out/cert-manager-crds.tmp/"
+  rm -f "$out/cert-manager-crds.tmp/README.md"
+  mv "$out/cert-manager-crds.tmp" "$out/cert-manager-crds"
+fi
+echo "$out"

@@ -1,0 +1,263 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gpuadmit/gpuadmit/pkg/webhook"
+)
+
+// Options say where the binaries are and how to run gpuadmit.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
+	// kwok, kwok-stages/ and cert-manager-crds/, as hack/e2e-binaries.sh leaves them.
+	BinDir string
+	// Root is the repository root; deploy/base's webhook configurations are installed.
+	Root string
+	// Policies is the webhook's --policies; empty means the embedded set.
+	Policies string
+	// LogDir receives each component's log and the kubeconfig; empty means a temp dir.
+	LogDir string
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	Config     *rest.Config
+	Client     client.Client
+	Kubeconfig string // path of an admin kubeconfig
+	LogDir     string
+
+	env     *envtest.Environment
+	opts    Options
+	procs   []*proc
+	webhook *inProcess
+}
+
+// Start brings the control plane up and waits until gpuadmit is ready. On
+// error everything already started is stopped.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	c = &Cluster{opts: opts, LogDir: opts.LogDir}
+	defer func() {
+		if err != nil {
+			c.Stop()
+			err = fmt.Errorf("%w (component logs in %s)", err, c.LogDir)
+		}
+	}()
+	if c.LogDir == "" {
+		if c.LogDir, err = os.MkdirTemp("", "gpuadmit-e2e-"); err != nil {
+			return c, err
+		}
+	}
+	if err := c.startAPIServer(); err != nil {
+		return c, fmt.Errorf("step apiserver: %w", err)
+	}
+	if err := c.startComponents(); err != nil {
+		return c, err
+	}
+	if err := c.StartWebhook(ctx); err != nil {
+		return c, fmt.Errorf("step webhook: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Cluster) startAPIServer() error {
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: c.opts.BinDir,
+		CRDDirectoryPaths:     []string{filepath.Join(c.opts.BinDir, "cert-manager-crds")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{
+				filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml"),
+				filepath.Join(c.opts.Root, "deploy/base/validatingwebhookconfiguration.yaml"),
+			},
+		},
+	}
+	apiLog, err := os.Create(filepath.Join(c.LogDir, "kube-apiserver.log"))
+	if err != nil {
+		return err
+	}
+	c.env.ControlPlane.GetAPIServer().Out, c.env.ControlPlane.GetAPIServer().Err = apiLog, apiLog
+	if c.Config, err = c.env.Start(); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	return c.writeKubeconfig()
+}
+
+func (c *Cluster) writeKubeconfig() error {
+	user, err := c.env.AddUser(envtest.User{Name: "gpuadmit-e2e", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.LogDir, "kubeconfig")
+	return os.WriteFile(c.Kubeconfig, b, 0o600)
+}
+
+func (c *Cluster) startComponents() error {
+	k := "--kubeconfig=" + c.Kubeconfig
+	auth := []string{k, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0"}
+	certDir := c.env.ControlPlane.APIServer.CertDir
+	steps := []struct {
+		name string
+		args []string
+	}{
+		{"kube-scheduler", auth},
+		{"kube-controller-manager", append(auth,
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount",
+			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
+			"--use-service-account-credentials=false",
+			"--concurrent-resource-quota-syncs=2", "--resource-quota-sync-period=5s")},
+		{"kwok", append([]string{k, "--manage-all-nodes=true"}, kwokStages(c.opts.BinDir)...)},
+	}
+	for _, s := range steps {
+		p, err := startProc(filepath.Join(c.opts.BinDir, s.name), s.name, c.LogDir, s.args...)
+		if err != nil {
+			return fmt.Errorf("step %s: %w", s.name, err)
+		}
+		c.procs = append(c.procs, p)
+	}
+	return nil
+}
+
+func kwokStages(bin string) []string {
+	files, _ := filepath.Glob(filepath.Join(bin, "kwok-stages", "*.yaml"))
+	args := make([]string, 0, len(files))
+	for _, f := range files {
+		args = append(args, "--config="+f)
+	}
+	return args
+}
+
+// Stop ends gpuadmit, every component and the API server.
+func (c *Cluster) Stop() {
+	c.StopWebhook()
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		c.procs[i].stop()
+	}
+	c.procs = nil
+	if c.env != nil {
+		_ = c.env.Stop()
+		c.env = nil
+	}
+}
+
+// Tail returns the last lines of a component's log (kube-apiserver,
+// kube-scheduler, kube-controller-manager, kwok, webhook), for failure messages.
+func (c *Cluster) Tail(component string, lines int) string {
+	return tail(filepath.Join(c.LogDir, component+".log"), lines)
+}
+
+// inProcess is gpuadmit's webhook running in this process.
+type inProcess struct {
+	cancel context.CancelFunc
+	done   chan error
+	probe  string
+	log    *os.File
+}
+
+// StartWebhook runs gpuadmit's webhook with the serving certificate envtest
+// registered, and waits until its /readyz passes.
+func (c *Cluster) StartWebhook(ctx context.Context) error {
+	if c.webhook != nil {
+		return errors.New("the webhook is already running")
+	}
+	probe, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	wo := c.env.WebhookInstallOptions
+	opts := webhook.Options{
+		Policies: c.opts.Policies, PolicyInterval: time.Second,
+		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &inProcess{cancel: cancel, done: make(chan error, 1), probe: probe, log: logf}
+	go func() { w.done <- webhook.Run(wctx, c.Config, opts, zap.New(zap.WriteTo(logf), zap.UseDevMode(false))) }()
+	c.webhook = w
+	return w.waitReady(30 * time.Second)
+}
+
+func (w *inProcess) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-w.done:
+			return fmt.Errorf("webhook exited: %v", err)
+		default:
+		}
+		resp, err := http.Get("http://" + w.probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("webhook not ready after %s", timeout)
+}
+
+// StopWebhook stops gpuadmit and waits for it to drain.
+func (c *Cluster) StopWebhook() {
+	if c.webhook == nil {
+		return
+	}
+	c.webhook.cancel()
+	select {
+	case <-c.webhook.done:
+	case <-time.After(20 * time.Second):
+	}
+	c.webhook.log.Close()
+	c.webhook = nil
+}
+
+// Readyz returns the webhook's readiness detail.
+func (c *Cluster) Readyz() string {
+	if c.webhook == nil {
+		return "webhook stopped"
+	}
+	resp, err := http.Get("http://" + c.webhook.probe + "/readyz")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b := make([]byte, 4096)
+	n, _ := resp.Body.Read(b)
+	return string(b[:n])
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+

@@ -1,0 +1,85 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+)
+
+// AddNodes creates fake GPU nodes from a YAML stream of Nodes (kwok takes
+// them over): the object first, then its status, which holds the GPU
+// allocatable that create ignores.
+func (c *Cluster) AddNodes(ctx context.Context, path string) ([]corev1.Node, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	nodes, err := inventory.ReadNodes(f)
+	if err != nil {
+		return nil, err
+	}
+	for i := range nodes {
+		if err := c.addNode(ctx, nodes[i].DeepCopy()); err != nil {
+			return nil, err
+		}
+	}
+	return nodes, nil
+}
+
+// addNode creates the node, gives back its own taints (the API server's
+// TaintNodesByCondition adds node.kubernetes.io/not-ready on create, which
+// only the node lifecycle controller, not run here, would lift once kwok
+// reports the node Ready), then sets its status.
+func (c *Cluster) addNode(ctx context.Context, n *corev1.Node) error {
+	taints, status := n.Spec.Taints, n.Status
+	n.ResourceVersion = ""
+	if err := c.Client.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+		return err
+	}
+	n.Spec.Taints = taints
+	if err := c.Client.Update(ctx, n); err != nil {
+		return fmt.Errorf("set taints of node %s: %w", n.Name, err)
+	}
+	n.Status = status
+	if err := c.Client.Status().Update(ctx, n); err != nil {
+		return fmt.Errorf("set status of node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// Apply creates every object of a YAML stream (already-existing ones are kept).
+func (c *Cluster) Apply(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if err.Error() == "EOF" {
+				return nil
+			}
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := c.Client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
