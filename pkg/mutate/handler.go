@@ -107,7 +107,9 @@ func (h *Handler) report(ctx context.Context, req admission.Request, pod *corev1
 	log.Info("decision", "pod", podRef(pod), "revision", res.Revision, "outcome", outcome,
 		"asked", asked(pod), "decision", res.Pod.Annotations[AnnotationDecision], "message", res.Message,
 		"dryRun", req.DryRun != nil && *req.DryRun, "seconds", seconds)
-	if h.opts.Recorder != nil && (req.DryRun == nil || !*req.DryRun) {
+	// An allowed answer without a patch for a GPU pod is a pod gpuadmit already
+	// decided (reinvocation, a re-applied saved pod): its Event was recorded then.
+	if h.opts.Recorder != nil && (req.DryRun == nil || !*req.DryRun) && outcome != OutcomeAllowed {
 		h.opts.Recorder.Decision(pod, res)
 	}
 }
@@ -130,6 +132,9 @@ func decodePod(dec admission.Decoder, req admission.Request) (*corev1.Pod, error
 	}
 	if len(req.Object.Raw) == 0 {
 		return nil, fmt.Errorf("the review carries no pod object")
+	}
+	if req.Namespace == "" {
+		return nil, fmt.Errorf("the review names no namespace; pods are namespaced")
 	}
 	pod := &corev1.Pod{}
 	if err := dec.DecodeRaw(req.Object, pod); err != nil {

@@ -264,7 +264,9 @@ type fixedEval struct {
 	err error
 }
 
-func (f fixedEval) Evaluate(context.Context, policy.Input) (policy.Decision, error) { return f.d, f.err }
+func (f fixedEval) Evaluate(context.Context, policy.Input) (policy.Decision, error) {
+	return f.d, f.err
+}
 
 func TestPolicyFaults(t *testing.T) {
 	inv := StaticInventory{Inv: inventory.Build([]corev1.Node{h100Mixed, t4Shared}, nil)}

@@ -63,7 +63,9 @@ func (v *Validator) handle(req admission.Request) (admission.Response, string) {
 // recordChange says what an update changes of gpuadmit's record, or "".
 func recordChange(old, pod *corev1.Pod) string {
 	for _, k := range ownKeys(old, pod) {
-		if old.Annotations[k] != pod.Annotations[k] {
+		was, had := old.Annotations[k]
+		is, has := pod.Annotations[k]
+		if had != has || was != is { // an added empty value is a change too
 			return fmt.Sprintf("metadata.annotations[%s]: gpuadmit's decision record cannot be added, changed or removed after admission (only gpuadmit may); leave it as it was", k)
 		}
 	}

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -98,9 +99,15 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 	})
 }
 
+// observeExpiry sets the expiry gauge from the serving certificate. Leaf is
+// parsed only where the key pair was loaded with it (GODEBUG x509keypairleaf).
 func observeExpiry(c tls.Certificate) {
-	if c.Leaf != nil {
-		certExpiry.Set(float64(c.Leaf.NotAfter.Unix()))
+	leaf := c.Leaf
+	if leaf == nil && len(c.Certificate) > 0 {
+		leaf, _ = x509.ParseCertificate(c.Certificate[0])
+	}
+	if leaf != nil {
+		certExpiry.Set(float64(leaf.NotAfter.Unix()))
 	}
 }
 
