@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/certs"
+	"github.com/gpuadmit/gpuadmit/deploy"
 )
 
 // The names deploy/ and the webhook binary agree on.
@@ -43,7 +43,7 @@ func (k key) String() string { return k.Kind + " " + k.Namespace + "/" + k.Name 
 type objects map[key]runtime.Object
 
 // tools are the renderers, from hack/tools.sh.
-type tools struct{ kustomize, helm string }
+type tools struct{ deploy.Tools }
 
 // findTools looks for kustomize and helm in $GPUADMIT_TOOLS or ../.bin/tools.
 // Without them the test is skipped, unless GPUADMIT_REQUIRE_TOOLS=1 (CI).
@@ -57,13 +57,7 @@ func findTools(t *testing.T) tools {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := tools{kustomize: filepath.Join(dir, "kustomize"), helm: filepath.Join(dir, "helm")}
-	var missing []string
-	for _, p := range []string{tl.kustomize, tl.helm} {
-		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
-			missing = append(missing, filepath.Base(p))
-		}
-	}
+	tl, missing := deploy.FindTools(dir)
 	if len(missing) > 0 {
 		msg := fmt.Sprintf("%s not found in %s: run hack/tools.sh", strings.Join(missing, " and "), dir)
 		if os.Getenv("GPUADMIT_REQUIRE_TOOLS") == "1" {
@@ -71,13 +65,17 @@ func findTools(t *testing.T) tools {
 		}
 		t.Skip(msg)
 	}
-	return tl
+	return tools{tl}
 }
 
 // build renders a kustomization directory.
 func (tl tools) build(t *testing.T, dir string) objects {
 	t.Helper()
-	return decode(t, run(t, tl.kustomize, "build", dir))
+	out, err := tl.Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
 }
 
 // template renders the chart with --set/--set-file arguments. Helm's own
@@ -93,28 +91,7 @@ func (tl tools) template(t *testing.T, args ...string) objects {
 
 func (tl tools) templateErr(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.Command(tl.helm, append([]string{"template", "gpuadmit", filepath.Join("helm", "gpuadmit"), "--kube-version", "1.33.0"}, args...)...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("helm template %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out, nil
-}
-
-func run(t *testing.T, name string, args ...string) []byte {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return tl.Template(filepath.Join("helm", "gpuadmit"), args...)
 }
 
 // decoder decodes strictly: an unknown or duplicate field is an error, so a
@@ -203,15 +180,9 @@ func (objs objects) keys() []string {
 // freshly made certificates, as `gpuadmit certs` would leave them.
 func devOverlay(t *testing.T) (string, *certs.Bundle) {
 	t.Helper()
-	root := t.TempDir()
-	for _, dir := range []string{"base", filepath.Join("overlays", "dev")} {
-		if err := os.CopyFS(filepath.Join(root, dir), os.DirFS(dir)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	b := newBundle(t)
-	dir := filepath.Join(root, "overlays", "dev")
-	if err := b.WriteDir(filepath.Join(dir, "certs")); err != nil {
+	dir, err := deploy.DevOverlay(".", t.TempDir(), b)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, b

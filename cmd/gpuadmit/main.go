@@ -70,4 +70,3 @@ func catalogCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&format, "output", "o", "table", "table or json")
 	return cmd
 }
-

@@ -143,4 +143,3 @@ func validateTolerations(p *field.Path, ts []corev1.Toleration) field.ErrorList 
 	}
 	return errs
 }
-

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -130,3 +131,5 @@ func readBack(t *testing.T, ctx context.Context, name string) *corev1.Pod {
 	}
 	return p
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
