@@ -1,18 +1,32 @@
-# gpuadmit's two commands for people: `make run` decides for an example pod
-# with the embedded default policies; `make test` runs every test.
+# gpuadmit's commands for people. The two that matter:
+#   make run   decide for an example pod with the embedded default policies
+#   make test  install what the tests need, then run every test
 GO ?= go
 
-.PHONY: run test build bench
+.PHONY: run test build bench dev-cluster dev-cluster-down
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
 
+# test installs etcd (Debian's etcd-server), builds kube-apiserver,
+# kube-scheduler and kube-controller-manager from k8s.io/kubernetes and kwok
+# (cached in test/e2e/.bin by version), installs helm and kustomize (.bin/tools),
+# then runs vet and every test: unit, golden, Rego, fuzz seeds, deploy renders
+# and the end-to-end tests against the real control plane.
 test:
+	./hack/tools.sh >/dev/null
+	./hack/e2e-binaries.sh >/dev/null
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	GPUADMIT_REQUIRE_TOOLS=1 GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 ./...
 
 build:
 	$(GO) build -o bin/ ./cmd/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/mutate ./pkg/inventory
+
+dev-cluster:
+	./hack/dev-cluster.sh up
+
+dev-cluster-down:
+	./hack/dev-cluster.sh down

@@ -27,6 +27,10 @@ for c in kube-apiserver kube-scheduler kube-controller-manager; do
     (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c" && mv "$out/$c.tmp" "$out/$c")
   fi
 done
+if [ -n "${WITH_KUBECTL:-}" ] && [ ! -x "$out/kubectl" ]; then
+  echo "e2e: building kubectl $k8s (for the dev cluster)" >&2
+  (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.tmp" "k8s.io/kubernetes/cmd/kubectl" && mv "$out/kubectl.tmp" "$out/kubectl")
+fi
 if [ ! -x "$out/kwok" ]; then
   echo "e2e: building kwok $kwok" >&2
   GOBIN="$out" go install "sigs.k8s.io/kwok/cmd/kwok@$kwok"
