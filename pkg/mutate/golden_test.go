@@ -62,7 +62,8 @@ func TestGoldenExamples(t *testing.T) {
 	}
 }
 
-func compareGolden(t *testing.T, path string, got golden) {
+// compareGolden compares got, as indented JSON, with the golden file (rewritten with -update).
+func compareGolden(t *testing.T, path string, got any) {
 	t.Helper()
 	b, err := json.MarshalIndent(got, "", "  ")
 	if err != nil {

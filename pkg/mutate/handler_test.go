@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -82,7 +81,7 @@ func TestHandlerOverTLS(t *testing.T) {
 				t.Fatalf("HTTP %d, response %v; want 200 with an AdmissionReview response", status, review.Response)
 			}
 			got := goldenOf(review.Response, rec.since(seen))
-			compareJSONGolden(t, filepath.Join("testdata/reviews", name+".golden.json"), got)
+			compareGolden(t, filepath.Join("testdata/reviews", name+".golden.json"), got)
 			if got.Allowed != w.allowed || got.Code != w.code || len(got.Events) != w.events {
 				t.Errorf("allowed %v, code %d, %d events; want %v, %d, %d", got.Allowed, got.Code, len(got.Events), w.allowed, w.code, w.events)
 			}
@@ -351,25 +350,6 @@ func post(t testing.TB, client *http.Client, url, contentType string, body []byt
 	return resp.StatusCode, review
 }
 
-func compareJSONGolden(t *testing.T, path string, got any) {
-	t.Helper()
-	b, err := json.MarshalIndent(got, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./pkg/mutate -update to create it)", err)
-	}
-	if diff := cmp.Diff(strings.TrimSpace(string(want)), string(b)); diff != "" {
-		t.Errorf("%s (-want +got):\n%s", path, diff)
-	}
-}
 
 func exampleHandler(t testing.TB, rec Recorder) *Handler {
 	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)})
