@@ -165,6 +165,8 @@ func (inv *Inventory) finish() {
 	for _, p := range inv.Pools {
 		p.NodeCount = len(p.Nodes)
 		p.NodeSelector = inv.selector(p)
+		p.ModelResource = ModelResource(p.Model)
+		p.Accounting = p.advertisesAccounting()
 	}
 }
 

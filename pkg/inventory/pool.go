@@ -85,6 +85,11 @@ type Pool struct {
 	Nodes []Node `json:"-"`
 	// NodeCount is len(Nodes), for policies.
 	NodeCount int `json:"nodeCount"`
+	// Accounting is true when every node advertises the accounting resources,
+	// so the webhook adds them to the pool's pods (DESIGN.md, "Quotas").
+	Accounting bool `json:"accounting"`
+	// ModelResource is the pool's per-model accounting resource.
+	ModelResource string `json:"modelResource"`
 
 	common map[string]string // selector labels all nodes share
 }
@@ -148,5 +153,5 @@ func IsMIGResource(name string) bool {
 
 // IsGPUResource reports whether a node resource is one the inventory counts.
 func IsGPUResource(name string) bool {
-	return name == ResourceGPU || name == ResourceShare || name == ResourceGPUShare || IsMIGResource(name)
+	return name == ResourceGPU || name == ResourceShare || name == ResourceGPUShare || IsMIGResource(name) || IsAccountingResource(name)
 }

@@ -4,9 +4,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -17,7 +17,7 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 	for _, a := range ch.assigns {
 		c := containerOf(out, a.req)
 		rec[c.Name] = originalGPU(c)
-		setResource(c, a.resource, a.quantity)
+		setResources(c, a.resources(ch.pool))
 	}
 	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
@@ -43,19 +43,22 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 	}, nil
 }
 
-// setResource replaces every GPU key of the container with the final resource,
-// requests equal to limits, as the API server requires of extended resources.
-func setResource(c *corev1.Container, name string, qty int64) {
+// setResources replaces every GPU and accounting key of the container with
+// the final resources, requests equal to limits, as the API server requires
+// of extended resources.
+func setResources(c *corev1.Container, res map[string]int64) {
 	for _, list := range []*corev1.ResourceList{&c.Resources.Limits, &c.Resources.Requests} {
 		for k := range *list {
-			if intent.IsGPUResource(k) {
+			if intent.IsGPUResource(k) || inventory.IsAccountingResource(string(k)) {
 				delete(*list, k)
 			}
 		}
 		if *list == nil {
 			*list = corev1.ResourceList{}
 		}
-		(*list)[corev1.ResourceName(name)] = *resource.NewQuantity(qty, resource.DecimalSI)
+		for r, q := range resourceList(res) {
+			(*list)[r] = q
+		}
 	}
 }
 

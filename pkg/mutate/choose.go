@@ -76,7 +76,7 @@ func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory
 		}
 		assigns = append(assigns, a)
 	}
-	demand := podDemand(pod, assigns)
+	demand := podDemand(pod, assigns, pool)
 	if !pool.Fits(demand) {
 		return nil, fmt.Sprintf("no node of its %d has %s free in allocatable", pool.NodeCount, formatDemand(demand))
 	}
@@ -113,7 +113,7 @@ func selectorClash(have, need map[string]string) (string, string, bool) {
 
 // podDemand counts the pod's GPU resources as Kubernetes does: the larger of
 // the app containers' (and sidecars') sum and the largest init container.
-func podDemand(pod *corev1.Pod, assigns []assignment) map[string]int64 {
+func podDemand(pod *corev1.Pod, assigns []assignment, pool *inventory.Pool) map[string]int64 {
 	p := &corev1.Pod{Spec: corev1.PodSpec{
 		InitContainers: make([]corev1.Container, len(pod.Spec.InitContainers)),
 		Containers:     make([]corev1.Container, len(pod.Spec.Containers)),
@@ -123,7 +123,7 @@ func podDemand(pod *corev1.Pod, assigns []assignment) map[string]int64 {
 	}
 	for _, a := range assigns {
 		c := containerOf(p, a.req)
-		c.Resources.Requests = corev1.ResourceList{corev1.ResourceName(a.resource): *resource.NewQuantity(a.quantity, resource.DecimalSI)}
+		c.Resources.Requests = resourceList(a.resources(pool))
 	}
 	out := map[string]int64{}
 	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}) {
@@ -139,6 +139,14 @@ func formatDemand(demand map[string]int64) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+func resourceList(m map[string]int64) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(m))
+	for r, q := range m {
+		out[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+	}
+	return out
 }
 
 // containerOf finds the container a request was read from.

@@ -24,6 +24,18 @@ type assignment struct {
 	why string
 }
 
+// resources are what the container requests on pool: the GPU resource and,
+// where the pool's nodes advertise them, the accounting resources with the
+// real MiB given, for ResourceQuota.
+func (a assignment) resources(pool *inventory.Pool) map[string]int64 {
+	out := map[string]int64{a.resource: a.quantity}
+	if pool.Accounting {
+		out[inventory.ResourceMemoryMiB] = a.givenMiB
+		out[pool.ModelResource] = a.givenMiB
+	}
+	return out
+}
+
 // given describes what the container receives: "nvidia.com/gpu=1 (MIG 1g.5gb, 4864 MiB)".
 func (a assignment) given() string {
 	if a.profile != "" {

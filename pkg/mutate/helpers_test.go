@@ -112,3 +112,5 @@ func gpuResources(c corev1.Container) map[string]string {
 	}
 	return out
 }
+
+func resourceQuantity(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.DecimalSI) }

@@ -1,0 +1,79 @@
+package inventory
+
+import (
+	"strings"
+)
+
+// Accounting resources (DESIGN.md, "Quotas"): the webhook adds them to every
+// GPU container with the real MiB the container receives, and nodes advertise
+// them as capacity, so the API server's own ResourceQuota can cap GPU memory
+// across MIG slices, shares and whole GPUs, and per GPU model.
+const (
+	// ResourceMemoryMiB counts GPU memory in MiB, whatever its form.
+	ResourceMemoryMiB = "gpuadmit.io/gpu-memory-mib"
+
+	accountingPrefix = "gpuadmit.io/"
+	accountingSuffix = "-mib"
+	maxNameLen       = 63 // the name part of a qualified resource name
+)
+
+// ModelResource is the per-model accounting resource, "gpuadmit.io/h100-80gb-mib":
+// the model lower-cased, anything but [a-z0-9.-] turned into "-", cut so the
+// name part stays a valid qualified name.
+func ModelResource(model string) string {
+	name := sanitize(strings.ToLower(model))
+	if len(name) > maxNameLen-len(accountingSuffix) {
+		name = strings.Trim(name[:maxNameLen-len(accountingSuffix)], "-.")
+	}
+	return accountingPrefix + name + accountingSuffix
+}
+
+// IsAccountingResource reports whether name is an accounting resource.
+func IsAccountingResource(name string) bool {
+	return strings.HasPrefix(name, accountingPrefix) && strings.HasSuffix(name, accountingSuffix)
+}
+
+// NodeAccounting is what a node can hand out, in MiB of real GPU memory: the sum
+// over its GPU resources of allocatable × the size of one (a MIG slice's real
+// MiB, a share unit, a whole GPU). It is the capacity a node advertises under
+// ResourceMemoryMiB and its model's resource, so accounting never makes a pod
+// unschedulable that the GPU resources themselves would admit.
+func (p *Pool) NodeAccounting(n Node) map[string]int64 {
+	var total int64
+	for r, q := range n.Allocatable {
+		total += q * p.unitMiB(r)
+	}
+	if total == 0 {
+		return nil
+	}
+	return map[string]int64{ResourceMemoryMiB: total, ModelResource(p.Model): total}
+}
+
+// unitMiB is the real memory behind one unit of a GPU resource of the pool.
+func (p *Pool) unitMiB(resource string) int64 {
+	switch {
+	case IsAccountingResource(resource):
+		return 0
+	case p.Mode == Shared && resource == p.Resource:
+		return p.ShareUnitMiB
+	case p.Mode == Whole && resource == ResourceGPU:
+		return p.GPUMemoryMiB
+	}
+	for _, pr := range p.Profiles {
+		if pr.Resource == resource {
+			return pr.MemoryMiB
+		}
+	}
+	return 0
+}
+
+// advertisesAccounting reports whether every node of the pool advertises the
+// accounting resources; only then may the webhook request them.
+func (p *Pool) advertisesAccounting() bool {
+	for _, n := range p.Nodes {
+		if n.Allocatable[ResourceMemoryMiB] <= 0 || n.Allocatable[ModelResource(p.Model)] <= 0 {
+			return false
+		}
+	}
+	return len(p.Nodes) > 0
+}
