@@ -199,15 +199,19 @@ func newBundle(t *testing.T) *certs.Bundle {
 }
 
 // defaultPolicies reads the repository's default policy set as a ConfigMap
-// would hold it: file name → content, for *.rego and data.yaml.
+// would hold it: file name → content, for *.rego and *.yaml.
 func defaultPolicies(t *testing.T) map[string]string {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join("..", "policies", "*.rego"))
+	rego, err := filepath.Glob(filepath.Join("..", "policies", "*.rego"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := filepath.Glob(filepath.Join("..", "policies", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{}
-	for _, p := range append(names, filepath.Join("..", "policies", "data.yaml")) {
+	for _, p := range append(rego, data...) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

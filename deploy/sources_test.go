@@ -210,7 +210,7 @@ func checkConfigMapPolicies(want map[string]string) func(*testing.T, objects) {
 		}
 		cm := get[*corev1.ConfigMap](t, objs, k.Kind, k.Namespace, k.Name)
 		if diff := cmp.Diff(want, cm.Data); diff != "" {
-			t.Errorf("ConfigMap gpuadmit-policies differs from policies/ (-policies/ +ConfigMap); copy policies/*.rego and data.yaml "+
+			t.Errorf("ConfigMap gpuadmit-policies differs from policies/ (-policies/ +ConfigMap); copy policies/*.rego and *.yaml "+
 				"into deploy/overlays/configmap/policies/ and list them in its kustomization.yaml:\n%s", diff)
 		}
 	}

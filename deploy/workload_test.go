@@ -37,8 +37,10 @@ func checkRBAC(t *testing.T, objs objects) {
 	t.Helper()
 	for k := range objs {
 		if strings.HasSuffix(k.Kind, "Role") || strings.HasSuffix(k.Kind, "RoleBinding") {
-			if k.Name != "gpuadmit" || (k.Kind != "ClusterRole" && k.Kind != "ClusterRoleBinding") {
-				t.Errorf("unexpected %s: gpuadmit's only grant is ClusterRole gpuadmit", k)
+			cluster := k.Name == "gpuadmit" && (k.Kind == "ClusterRole" || k.Kind == "ClusterRoleBinding")
+			lease := k.Name == "gpuadmit-leader-election" && k.Namespace == namespace && (k.Kind == "Role" || k.Kind == "RoleBinding")
+			if !cluster && !lease {
+				t.Errorf("unexpected %s: gpuadmit's grants are ClusterRole gpuadmit and Role gpuadmit-leader-election", k)
 			}
 		}
 	}
@@ -60,6 +62,7 @@ func checkRBAC(t *testing.T, objs objects) {
 		"/events:create", "/events:patch",
 		"/namespaces:get", "/namespaces:list", "/namespaces:watch",
 		"/nodes:get", "/nodes:list", "/nodes:watch",
+		"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
 		"events.k8s.io/events:create", "events.k8s.io/events:patch",
 	}
 	slices.Sort(got)

@@ -25,6 +25,8 @@ func main() {
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
 	flag.StringVar(&o.Self, "gpuadmit-username", "", "the user (gpuadmit's service account) that may change gpuadmit's record on pod UPDATE")
+	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the quota reconciler on one replica only, elected with a Lease")
+	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	config.RegisterFlags(flag.CommandLine)

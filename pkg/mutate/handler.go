@@ -25,8 +25,15 @@ type Recorder interface {
 	Decision(pod *corev1.Pod, res Result)
 }
 
+// QuotaGetter returns a namespace's gpuadmit ResourceQuota, or nil when it has none.
+type QuotaGetter interface {
+	Quota(ctx context.Context, namespace string) (*corev1.ResourceQuota, error)
+}
+
 // HandlerOptions tunes a Handler. The zero value works.
 type HandlerOptions struct {
+	// Quotas gives policies the namespace's quota and usage; nil gives none.
+	Quotas QuotaGetter
 	// Recorder publishes decisions as Events; nil records none.
 	Recorder Recorder
 	// Clock times reviews; nil means the real clock.
@@ -75,8 +82,15 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		log.Error(err, "read namespace", "namespace", req.Namespace)
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace %s: %w", req.Namespace, err)), OutcomeErrored
 	}
+	var rq *corev1.ResourceQuota
+	if h.opts.Quotas != nil {
+		if rq, err = h.opts.Quotas.Quota(ctx, req.Namespace); err != nil {
+			log.Error(err, "read quota", "namespace", req.Namespace)
+			return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
+		}
+	}
 	start := h.opts.Clock.Now()
-	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo})
+	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo, Quota: rq})
 	if err != nil {
 		log.Error(err, "decision failed", "pod", podRef(pod))
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored

@@ -49,6 +49,8 @@ type Request struct {
 	// Operation is the admission operation; empty means CREATE.
 	Operation string
 	UserInfo  authenticationv1.UserInfo
+	// Quota is the namespace's gpuadmit ResourceQuota; nil when it has none.
+	Quota *corev1.ResourceQuota
 }
 
 // Result is the outcome of one admission.
@@ -125,8 +127,27 @@ func input(req Request, want intent.Pod, inv *inventory.Inventory) policy.Input 
 		Containers: want.Requests,
 		Hints:      policy.Hints{Class: want.Class, Backend: string(want.Backend), Model: want.Model},
 		Pools:      inv.Pools,
-		Quota:      map[string]any{},
+		Quota:      quotaInput(req.Quota),
 	}
+}
+
+// quotaInput is input.quota: the hard limits and usage of the namespace's
+// gpuadmit ResourceQuota, by resource without the "requests." prefix, as
+// integers. The API server's ResourceQuota stays the authority; policies use
+// this for early, friendlier denials and for choosing a fallback that fits.
+func quotaInput(rq *corev1.ResourceQuota) map[string]any {
+	in := map[string]any{"hard": map[string]int64{}, "used": map[string]int64{}}
+	if rq == nil {
+		return in
+	}
+	in["name"] = rq.Name
+	for key, list := range map[string]corev1.ResourceList{"hard": rq.Status.Hard, "used": rq.Status.Used} {
+		m := in[key].(map[string]int64)
+		for r, q := range list {
+			m[strings.TrimPrefix(string(r), "requests.")] = q.Value()
+		}
+	}
+	return in
 }
 
 func namespaceOf(req Request) policy.Namespace {

@@ -17,6 +17,9 @@ var ErrNoActiveSet = errors.New("no policy set is active")
 type Options struct {
 	// EvalTimeout bounds one evaluation. Zero means one second.
 	EvalTimeout time.Duration
+	// Validate checks a compiled, tested set before it goes live (e.g. its
+	// quota declarations); an error keeps the previous set. Nil checks nothing.
+	Validate func(*Set) error
 }
 
 // Engine holds the active policy set and evaluates decisions with it. It is
@@ -38,6 +41,11 @@ func NewEngine(opts Options) *Engine {
 // it the active set. On error the previous set stays active.
 func (e *Engine) Load(ctx context.Context, src Source) (*Set, error) {
 	set, err := Compile(ctx, src)
+	if err == nil && e.opts.Validate != nil {
+		if verr := e.opts.Validate(set); verr != nil {
+			err = fmt.Errorf("policy revision %s: %w", set.Revision, verr)
+		}
+	}
 	if err != nil {
 		loadFailures.Inc()
 		return nil, err

@@ -25,6 +25,8 @@ type Set struct {
 	Source string
 	// Tests are the set's own test results; all passed.
 	Tests []TestResult
+	// Data is the set's data documents (data.gpuadmit.config, data.gpuadmit.quotas, …); read only.
+	Data  map[string]any
 	query rego.PreparedEvalQuery
 }
 
@@ -81,7 +83,7 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy set %s (revision %s): %w", src.Name, rev, err)
 	}
-	return &Set{Revision: rev, Source: src.Name, Tests: results, query: query}, nil
+	return &Set{Revision: rev, Source: src.Name, Tests: results, Data: loaded.Documents, query: query}, nil
 }
 
 func compile(loaded *loader.Result) (*ast.Compiler, error) {

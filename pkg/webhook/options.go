@@ -26,6 +26,11 @@ type Options struct {
 	PodName, PodNamespace string
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
+	// LeaderElection makes the quota reconciler run on one replica only (the
+	// webhook serves on all); LeaderElectionNamespace holds its Lease, empty
+	// meaning the namespace the replica runs in.
+	LeaderElection          bool
+	LeaderElectionNamespace string
 }
 
 func (o *Options) defaults() {

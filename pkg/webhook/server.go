@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -28,6 +29,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
 // Paths the webhook serves.
@@ -63,9 +65,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err := mgr.Add(cw); err != nil {
 		return err
 	}
-	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout})
-	watcher, err := addPolicies(ctx, mgr, engine, opts, log)
+	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: validQuotas})
+	trigger := make(chan event.TypedGenericEvent[*corev1.Namespace], 1024)
+	watcher, err := addPolicies(ctx, mgr, engine, opts, log, resync(mgr, trigger))
 	if err != nil {
+		return err
+	}
+	if err := quota.NewReconciler(mgr.GetClient(), engineQuotas{engine}, mgr.GetEventRecorder("gpuadmit-quota")).SetupWithManager(mgr, trigger); err != nil {
 		return err
 	}
 	live, err := addInventory(ctx, mgr, log)
@@ -87,6 +93,9 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  "0", // probes are served by probes, with detail
 		GracefulShutdownTimeout: &timeout,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "gpuadmit-quota",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
@@ -112,7 +121,7 @@ func observeExpiry(c tls.Certificate) {
 }
 
 // addPolicies loads the embedded set once, or watches the policy path.
-func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine, opts Options, log logr.Logger) (*policy.Watcher, error) {
+func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine, opts Options, log logr.Logger, onLoad func(*policy.Set)) (*policy.Watcher, error) {
 	if opts.Policies == "" {
 		_, err := engine.Load(ctx, policy.Embedded())
 		return nil, err
@@ -121,6 +130,7 @@ func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine
 	w := policy.NewWatcher(engine, opts.Policies, log.WithName("policy"), policy.WatchOptions{
 		Interval:  opts.PolicyInterval,
 		OnFailure: policyEvents(ev, opts.PodName, opts.PodNamespace),
+		OnLoad:    onLoad,
 	})
 	return w, mgr.Add(w)
 }
@@ -144,7 +154,7 @@ func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*i
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live)
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme,
-		mutate.HandlerOptions{Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}})
+		mutate.HandlerOptions{Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}, Quotas: quotas{mgr.GetCache()}})
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr(true)})
 	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator(opts.Self, scheme), RecoverPanic: ptr(true)})

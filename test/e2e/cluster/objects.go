@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
 // AddNodes creates fake GPU nodes from a YAML stream of Nodes (kwok takes
@@ -31,6 +32,10 @@ func (c *Cluster) AddNodes(ctx context.Context, path string) ([]corev1.Node, err
 		if err := c.addNode(ctx, nodes[i].DeepCopy()); err != nil {
 			return nil, err
 		}
+	}
+	// The accounting capacity the node agent would advertise (DESIGN.md, "Quotas").
+	if _, err := quota.PatchCapacity(ctx, c.Client); err != nil {
+		return nil, err
 	}
 	return nodes, nil
 }

@@ -162,3 +162,33 @@ test_every_container_gets_candidates_by_real_size if {
 	pools_of(d, "a")[0] == "a100-mig"
 	pools_of(d, "b")[0] == "h100-mig"
 }
+
+with_quota(pin, hard, used) := object.union(pin, {"quota": {"name": "gpuadmit", "hard": {"gpuadmit.io/gpu-memory-mib": hard}, "used": {"gpuadmit.io/gpu-memory-mib": used}}})
+
+test_quota_that_cannot_hold_the_request_is_named if {
+	pin := pod_input([mem("main", 3000)], {})
+	d := gpuadmit.decision with input as with_quota(pin, 4096, 2048)
+	some msg in d.deny
+	contains(msg, "2048 MiB of GPU memory left")
+	contains(msg, "needs at least 3000 MiB")
+}
+
+test_quota_with_room_is_no_denial if {
+	pin := pod_input([mem("main", 3000)], {})
+	d := gpuadmit.decision with input as with_quota(pin, 4096, 1000)
+	count(d.deny) == 0
+}
+
+test_quota_counts_every_gpu_and_init_containers_as_kubernetes_does if {
+	two := object.union(mem("a", 2048), {"count": 2})
+	init := object.union(mem("i", 3000), {"kind": "init"})
+	pin := pod_input([init, two, mem("b", 500)], {})
+	d := gpuadmit.decision with input as with_quota(pin, 4500, 0)
+	some msg in d.deny
+	contains(msg, "needs at least 4596 MiB")
+}
+
+test_no_quota_no_denial if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 300000)], {})
+	count(d.deny) == 0
+}

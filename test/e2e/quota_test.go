@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/quota"
+)
+
+const memHard = "requests." + inventory.ResourceMemoryMiB
+
+// quotaNamespaces are declared in the "quotas" policy version below.
+var quotaDecls = `gpuadmit:
+  quotas:
+  - {namespaces: [quota-peer], gpuMemory: 9728Mi}
+  - {namespaces: [quota-init], gpuMemory: 4Gi}
+  - {namespaces: [quota-mig], gpuMemory: 16Gi, models: {H100-80GB: 9984Mi}}
+  - {namespaces: [quota-race], gpuMemory: 37Gi}
+  - {namespaces: [quota-mix], gpuMemory: 200000Mi}
+  - {namespaces: [quota-edit], gpuMemory: %s}
+`
+
+// useQuotas swaps in a policy version declaring quotas; edit sets quota-edit's gpuMemory.
+func useQuotas(t *testing.T, version, edit string) {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(policyDir), version)
+	if err := writePolicies(dir, map[string]string{"quotas.yaml": fmt.Sprintf(quotaDecls, edit)}); err != nil {
+		t.Fatal(err)
+	}
+	swapPolicies(t, version)
+}
+
+// quotaReady waits until gpuadmit's ResourceQuota in ns has hard as declared and its status computed.
+func quotaReady(t *testing.T, ctx context.Context, ns string, mib int64) *corev1.ResourceQuota {
+	t.Helper()
+	q := &corev1.ResourceQuota{}
+	waitFor(t, "quota of "+ns, 30*time.Second, func() (bool, string) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: quota.Name}, q); err != nil {
+			return false, err.Error()
+		}
+		h, s := q.Spec.Hard[memHard], q.Status.Hard[memHard]
+		return h.Value() == mib && s.Value() == mib, fmt.Sprintf("spec %s, status %s", h.String(), s.String())
+	})
+	return q
+}
+
+func usedMiB(t *testing.T, ctx context.Context, ns string) int64 {
+	t.Helper()
+	q := &corev1.ResourceQuota{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: quota.Name}, q); err != nil {
+		t.Fatal(err)
+	}
+	u := q.Status.Used[memHard]
+	return u.Value()
+}
+
+func makeNamespaces(t *testing.T, ctx context.Context, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		ns := &corev1.Namespace{}
+		ns.Name = n
+		if err := env.Client.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func isQuotaDenial(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "exceeded quota") || strings.Contains(err.Error(), "left under its quota"))
+}
+
+// TestQuotasDeclaredInGit: the reconciler creates ResourceQuotas from the
+// policy set's quotas.yaml, and the API server enforces them on what gpuadmit
+// really gives: multi-GPU pods count every GPU at its real size, init
+// containers count as Kubernetes counts them, MIG slices at their real MiB.
+func TestQuotasDeclaredInGit(t *testing.T) {
+	ctx := context.Background()
+	makeNamespaces(t, ctx, "quota-peer", "quota-init", "quota-mig", "quota-race", "quota-mix", "quota-edit")
+	useQuotas(t, "quotas", "8Gi")
+	defer swapPolicies(t, "v1")
+
+	t.Run("multi-GPU pods count every GPU", func(t *testing.T) {
+		quotaReady(t, ctx, "quota-peer", 9728)
+		// 2 GPUs × 2048 MiB: two 1g.5gb slices of 4864 MiB real each on this cluster, 9728 MiB.
+		if err := env.Client.Create(ctx, gpuPod("quota-peer", "two", map[string]string{"nvidia.com/gpu": "2", "nvidia.com/gpumem": "2048"})); err != nil {
+			t.Fatalf("the 2-GPU pod: %v", err)
+		}
+		if u := usedMiB(t, ctx, "quota-peer"); u != 9728 {
+			t.Errorf("used %d MiB, want 9728 (both GPUs at their real size)", u)
+		}
+		err := env.Client.Create(ctx, gpuPod("quota-peer", "more", map[string]string{"nvidia.com/gpumem": "1024"}))
+		if !isQuotaDenial(err) {
+			t.Errorf("a further 1024 MiB pod: err = %v, want a quota denial", err)
+		}
+	})
+	t.Run("init containers count as Kubernetes counts them", func(t *testing.T) {
+		quotaReady(t, ctx, "quota-init", 4096)
+		p := gpuPod("quota-init", "init", map[string]string{"nvidia.com/gpumem": "1000"})
+		p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
+		p.Spec.Containers[1].Name = "second"
+		p.Spec.InitContainers = []corev1.Container{*p.Spec.Containers[0].DeepCopy()}
+		p.Spec.InitContainers[0].Name = "prepare"
+		p.Spec.InitContainers[0].Resources.Limits["nvidia.com/gpumem"] = mustQuantity("4000")
+		p.Annotations = map[string]string{"gpuadmit.io/backend": "shared"}
+		// init 4000 MiB → 4 GiB share (4096); apps 2 × 1 GiB: the pod holds max(2048, 4096).
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatalf("init 4000 MiB + 2 × 1000 MiB against 4096 MiB: %v", err)
+		}
+		if u := usedMiB(t, ctx, "quota-init"); u != 4096 {
+			t.Errorf("used %d MiB, want 4096", u)
+		}
+	})
+	t.Run("MIG slices count at their real size", func(t *testing.T) {
+		quotaReady(t, ctx, "quota-mig", 16384)
+		if err := env.Client.Create(ctx, gpuPod("quota-mig", "slice", map[string]string{"nvidia.com/mig-1g.10gb": "1"})); err != nil {
+			t.Fatal(err)
+		}
+		if u := usedMiB(t, ctx, "quota-mig"); u != 9984 {
+			t.Errorf("used %d MiB, want 9984 (the slice's real size, not 10240)", u)
+		}
+		err := env.Client.Create(ctx, gpuPod("quota-mig", "second", map[string]string{"nvidia.com/mig-1g.10gb": "1"}))
+		if err == nil || !strings.Contains(err.Error(), "h100-80gb-mib") {
+			t.Errorf("a second H100 slice against 9984 MiB of H100: err = %v, want the per-model quota", err)
+		}
+	})
+	t.Run("100 concurrent creates, room for exactly 37", func(t *testing.T) {
+		quotaReady(t, ctx, "quota-race", 37*1024)
+		admitted := createConcurrently(t, ctx, "quota-race", 100, func(i int) map[string]string {
+			return map[string]string{"gpuadmit.io/gpu-mem": "1"}
+		})
+		var pods corev1.PodList
+		_ = env.Client.List(ctx, &pods, client.InNamespace("quota-race"))
+		if admitted != 37 || len(pods.Items) != 37 {
+			t.Errorf("%d admitted, %d pods exist; want exactly 37", admitted, len(pods.Items))
+		}
+	})
+	t.Run("a mix of MIG, share and whole-GPU pods", func(t *testing.T) {
+		quotaReady(t, ctx, "quota-mix", 200000)
+		sizes := []map[string]string{{"nvidia.com/gpu": "1"}, {"nvidia.com/mig-1g.10gb": "1"}, {"gpuadmit.io/gpu-mem": "2"}}
+		createConcurrently(t, ctx, "quota-mix", 60, func(i int) map[string]string { return sizes[i%3] })
+		used := usedMiB(t, ctx, "quota-mix")
+		if used > 200000 || 200000-used >= 2048 {
+			t.Errorf("used %d MiB of 200000: over the quota, or a pod was refused that fitted", used)
+		}
+	})
+	t.Run("editing quotas.yaml", func(t *testing.T) { editQuotas(t, ctx) })
+}
+
+// createConcurrently creates n GPU pods from 20 clients and returns how many
+// were admitted; every refusal must be a quota refusal.
+func createConcurrently(t *testing.T, ctx context.Context, ns string, n int, limits func(int) map[string]string) int {
+	t.Helper()
+	var mu sync.Mutex
+	admitted := 0
+	var wg sync.WaitGroup
+	for c := 0; c < 20; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := c; i < n; i += 20 {
+				err := env.Client.Create(ctx, gpuPod(ns, fmt.Sprintf("p-%03d", i), limits(i)))
+				mu.Lock()
+				switch {
+				case err == nil:
+					admitted++
+				case !isQuotaDenial(err):
+					t.Errorf("pod %d refused for another reason: %v", i, err)
+				}
+				mu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+	return admitted
+}
+
+// editQuotas: a new revision changes the ResourceQuota within seconds, an
+// invalid file is refused and the last good quota stays, a hand edit is reverted.
+func editQuotas(t *testing.T, ctx context.Context) {
+	quotaReady(t, ctx, "quota-edit", 8192)
+	useQuotas(t, "quotas-16", "16Gi")
+	start := time.Now()
+	quotaReady(t, ctx, "quota-edit", 16384)
+	t.Logf("quotas.yaml edit reached the ResourceQuota in %s", time.Since(start).Round(time.Millisecond))
+
+	useQuotas(t, "quotas-bad", "lots")
+	waitFor(t, "invalid quotas refused", 20*time.Second, func() (bool, string) {
+		r := env.Readyz()
+		return strings.Contains(r, "NOT activated") && strings.Contains(r, "quotas"), r
+	})
+	quotaReady(t, ctx, "quota-edit", 16384)
+
+	q := quotaReady(t, ctx, "quota-edit", 16384)
+	q.Spec.Hard[memHard] = mustQuantity("999999")
+	if err := env.Client.Update(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	quotaReady(t, ctx, "quota-edit", 16384)
+}
