@@ -57,6 +57,10 @@ pool_candidates(c, backend) := [{
 	])
 ]
 
+# A pool whose per-model quota cannot hold the request goes after the pools
+# that can: the policy falls back to a model the namespace still has room on.
+rank(c, backend, p) := [over_model_quota(c, p), fit_rank(c, backend, p)]
+
 pools[p.name] := p if some p in input.pools
 
 model_allowed(_) if input.hints.model == ""
@@ -65,12 +69,17 @@ model_allowed(p) if lower(p.model) == lower(input.hints.model)
 
 # rank orders pools of one backend: the least GPU memory that still covers the
 # request first, so the big GPUs stay free for the requests that need them.
-rank(c, "mig", p) := min(fits) if {
+fit_rank(c, "mig", p) := min(fits) if {
 	fits := [pr.memoryMiB | some pr in p.profiles; covers(c, p, pr)]
 	count(fits) > 0
 } else := 1e15
 
-rank(c, backend, p) := p.gpuMemoryMiB if backend != "mig"
+fit_rank(c, backend, p) := p.gpuMemoryMiB if backend != "mig"
+
+over_model_quota(c, p) if {
+	hard := input.quota.hard[p.modelResource]
+	hard - object.get(input.quota.used, p.modelResource, 0) < c.memoryMiB * c.count
+} else := false
 
 covers(c, _, pr) if {
 	c.form == "memory"

@@ -298,3 +298,17 @@ func TestCatalogUnknownFormat(t *testing.T) {
 		t.Error("Catalog(xml) succeeded, want an error")
 	}
 }
+
+// TestTestRefusesInvalidQuotas: gpuadmit test applies the same rule as the
+// webhook, so a quotas.yaml that could not be enforced fails here first.
+func TestTestRefusesInvalidQuotas(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "decision.rego", "package gpuadmit\ndecision := {\"deny\": []}\n")
+	writeFile(t, dir, "decision_test.rego", "package gpuadmit_test\n\nimport data.gpuadmit\n\ntest_ok if { count(gpuadmit.decision.deny) == 0 }\n")
+	writeFile(t, dir, "quotas.yaml", "gpuadmit:\n  quotas:\n  - {namespaces: [a], gpuMemory: lots}\n")
+	var buf bytes.Buffer
+	err := offline.Test(context.Background(), dir, &buf)
+	if err == nil || !strings.Contains(err.Error(), "gpuMemory") {
+		t.Errorf("err = %v, want the invalid gpuMemory named", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
 // Test compiles a policy set and runs its tests, printing one line per test
@@ -21,6 +22,10 @@ func Test(ctx context.Context, dir string, w io.Writer) error {
 		return fmt.Errorf("policy set %s would not go live: %w", src.Name, err)
 	case err != nil:
 		return err
+	}
+	if _, err := quota.FromData(set.Data); err != nil {
+		printTests(w, set.Tests)
+		return fmt.Errorf("policy set %s would not go live: %w", src.Name, err)
 	}
 	fmt.Fprintf(w, "policy set %s, revision %s: ready to go live\n", set.Source, set.Revision)
 	printTests(w, set.Tests)

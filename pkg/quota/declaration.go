@@ -2,7 +2,6 @@ package quota
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"sort"
 
@@ -33,24 +32,62 @@ type Declaration struct {
 
 var profileName = regexp.MustCompile(`^[0-9]+g\.[0-9]+gb(\+me)?$`)
 
-// Parse reads and checks data.gpuadmit.quotas; an absent document means no quotas.
+// Parse reads and checks data.gpuadmit.quotas; an absent document means no
+// quotas. Errors name the entry and field (data.gpuadmit.quotas[2].gpuMemory).
 func Parse(doc any) ([]Declaration, error) {
 	if doc == nil {
 		return nil, nil
 	}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
+	root := field.NewPath("data", "gpuadmit", "quotas")
+	entries, ok := doc.([]any)
+	if !ok {
+		return nil, field.Invalid(root, doc, "must be a list of quota declarations")
 	}
-	var decls []Declaration
-	if err := json.Unmarshal(raw, &decls); err != nil {
-		return nil, fmt.Errorf("data.gpuadmit.quotas: %w", err)
-	}
+	decls := make([]Declaration, 0, len(entries))
 	var errs field.ErrorList
-	for i, d := range decls {
-		errs = append(errs, d.validate(field.NewPath("data", "gpuadmit", "quotas").Index(i))...)
+	for i, e := range entries {
+		d, derrs := parseEntry(e, root.Index(i))
+		decls, errs = append(decls, d), append(errs, derrs...)
 	}
 	return decls, errs.ToAggregate()
+}
+
+// rawDeclaration is a Declaration with quantities still as written, so a
+// malformed one is reported at its own path.
+type rawDeclaration struct {
+	Declaration
+	GPUMemory *string          `json:"gpuMemory,omitempty"`
+	Models    map[string]string `json:"models,omitempty"`
+}
+
+func parseEntry(e any, p *field.Path) (Declaration, field.ErrorList) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return Declaration{}, field.ErrorList{field.Invalid(p, e, err.Error())}
+	}
+	var raw rawDeclaration
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return Declaration{}, field.ErrorList{field.Invalid(p, string(b), err.Error())}
+	}
+	d, errs := raw.Declaration, field.ErrorList{}
+	if raw.GPUMemory != nil {
+		q, err := resource.ParseQuantity(*raw.GPUMemory)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Child("gpuMemory"), *raw.GPUMemory, "a byte quantity such as 200Gi"))
+		}
+		d.GPUMemory = &q
+	}
+	for m, v := range raw.Models {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Child("models").Key(m), v, "a byte quantity such as 80Gi"))
+		}
+		if d.Models == nil {
+			d.Models = map[string]resource.Quantity{}
+		}
+		d.Models[m] = q
+	}
+	return d, append(errs, d.validate(p)...)
 }
 
 func (d Declaration) validate(p *field.Path) field.ErrorList {

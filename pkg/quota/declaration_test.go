@@ -49,7 +49,7 @@ func TestParseRefusesWhatItCannotEnforce(t *testing.T) {
 		"no namespaces":        {`[{gpuMemory: 1Gi}]`, "set either namespaces or namespaceSelector"},
 		"both selectors":       {`[{namespaces: [a], namespaceSelector: {matchLabels: {x: z}}}]`, "set either"},
 		"unknown model":        {`[{namespaces: [a], models: {B300: 1Gi}}]`, "B300"},
-		"bad quantity":         {`[{namespaces: [a], gpuMemory: lots}]`, "quantities must match"},
+		"bad quantity":         {`[{namespaces: [a], gpuMemory: lots}]`, "data.gpuadmit.quotas[0].gpuMemory: Invalid value: \"lots\": a byte quantity"},
 		"negative memory":      {`[{namespaces: [a], gpuMemory: -1Gi}]`, "must not be negative"},
 		"bad profile":          {`[{namespaces: [a], profiles: {big: 1}}]`, "a MIG profile such as 1g.10gb"},
 		"bad selector":         {`[{namespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}]`, "namespaceSelector"},
@@ -107,5 +107,12 @@ func TestAbsentQuotasAreNone(t *testing.T) {
 	decls, err := FromData(map[string]any{"gpuadmit": map[string]any{"config": map[string]any{}}})
 	if err != nil || decls != nil {
 		t.Errorf("FromData without quotas = %v, %v; want none", decls, err)
+	}
+}
+
+func TestParseNamesTheEntryAndModel(t *testing.T) {
+	_, err := parseYAML(t, `[{namespaces: [a]}, {namespaces: [b], models: {H100-80GB: huge}}]`)
+	if err == nil || !strings.Contains(err.Error(), "data.gpuadmit.quotas[1].models[H100-80GB]") {
+		t.Errorf("err = %v, want the second entry's model named", err)
 	}
 }

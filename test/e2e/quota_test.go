@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +152,17 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 		used := usedMiB(t, ctx, "quota-mix")
 		if used > 200000 || 200000-used >= 2048 {
 			t.Errorf("used %d MiB of 200000: over the quota, or a pod was refused that fitted", used)
+		}
+	})
+	t.Run("gpuadmit quota reports usage", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := quota.Report(ctx, env.Client, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`quota-mig\s+GPU memory\s+9\.8 GiB\s+16\.0 GiB`, `quota-mig\s+h100-80gb memory\s+9\.8 GiB\s+9\.8 GiB`} {
+			if !regexp.MustCompile(want).MatchString(out.String()) {
+				t.Errorf("report lacks %q:\n%s", want, out.String())
+			}
 		}
 	})
 	t.Run("editing quotas.yaml", func(t *testing.T) { editQuotas(t, ctx) })

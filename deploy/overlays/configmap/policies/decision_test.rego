@@ -192,3 +192,10 @@ test_no_quota_no_denial if {
 	d := gpuadmit.decision with input as pod_input([mem("main", 300000)], {})
 	count(d.deny) == 0
 }
+
+test_a_model_out_of_quota_goes_last if {
+	pools := [object.union(a100_mig, {"modelResource": "gpuadmit.io/a100-40gb-mib"}), object.union(h100_mig, {"modelResource": "gpuadmit.io/h100-80gb-mib"})]
+	pin := object.union(pod_input([mem("main", 3000)], {}), {"pools": pools})
+	d := gpuadmit.decision with input as object.union(pin, {"quota": {"name": "gpuadmit", "hard": {"gpuadmit.io/a100-40gb-mib": 4096}, "used": {"gpuadmit.io/a100-40gb-mib": 2048}}})
+	pools_of(d, "main") == ["h100-mig", "a100-mig"]
+}
