@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
@@ -64,6 +65,31 @@ func TestConcurrentCreates(t *testing.T) {
 	}
 	t.Logf("apiserver_admission_webhook_admission_duration_seconds{name=pods.mutate.gpuadmit.io}: %v calls, mean %.2f ms, p50 <= %s s, p99 <= %s s",
 		count, 1000*sum/max(count, 1), quantile(after, before, 0.50), quantile(after, before, 0.99))
+	n, mean := serverSide(t)
+	t.Logf("gpuadmit_webhook_review_duration_seconds{webhook=mutate} (server side, this process, whole run): %d reviews, mean %.2f ms", n, 1000*mean)
+}
+
+// serverSide reads gpuadmit's own review latency from the in-process registry.
+func serverSide(t *testing.T) (uint64, float64) {
+	t.Helper()
+	mfs, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "gpuadmit_webhook_review_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == "mutate" {
+					h := m.GetHistogram()
+					return h.GetSampleCount(), h.GetSampleSum() / float64(max(h.GetSampleCount(), 1))
+				}
+			}
+		}
+	}
+	return 0, 0
 }
 
 // webhookMetrics reads the API server's /metrics for gpuadmit's mutating

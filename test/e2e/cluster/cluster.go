@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +51,10 @@ type Cluster struct {
 // Start brings the control plane up and waits until gpuadmit is ready. On
 // error everything already started is stopped.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	// Debian's etcd 3.4 lacks the progress notifications the API server needs
+	// to serve WatchList streams; clients would fall back after a warning each
+	// time, so they are told not to try (this process and the components).
+	os.Setenv("KUBE_FEATURE_WatchListClient", "false")
 	c = &Cluster{opts: opts, LogDir: opts.LogDir}
 	defer func() {
 		if err != nil {
@@ -198,7 +204,11 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &inProcess{cancel: cancel, done: make(chan error, 1), probe: probe, log: logf}
-	go func() { w.done <- webhook.Run(wctx, c.Config, opts, zap.New(zap.WriteTo(logf), zap.UseDevMode(false))) }()
+	log := zap.New(zap.WriteTo(logf), zap.UseDevMode(false))
+	// client-go (klog) and controller-runtime internals log to the webhook's file too.
+	klog.SetLogger(log)
+	ctrl.SetLogger(log)
+	go func() { w.done <- webhook.Run(wctx, c.Config, opts, log) }()
 	c.webhook = w
 	return w.waitReady(30 * time.Second)
 }
