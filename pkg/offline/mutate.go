@@ -1,6 +1,8 @@
 package offline
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -113,6 +116,9 @@ func readObject(path, kind string, into any) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", kind, err)
 	}
+	if n := documents(b); n > 1 {
+		return fmt.Errorf("read %s from %s: the file holds %d documents; give one %s", kind, path, n, kind)
+	}
 	var meta struct {
 		Kind string `json:"kind"`
 	}
@@ -126,6 +132,31 @@ func readObject(path, kind string, into any) error {
 		return fmt.Errorf("read %s from %s: %w", kind, path, err)
 	}
 	return nil
+}
+
+// documents counts the non-empty YAML documents in b.
+func documents(b []byte) int {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			return n
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			n++
+		}
+	}
+}
+
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && !bytes.Equal(t, []byte("---")) {
+			out = append(out, line)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
 }
 
 func toOutput(res mutate.Result) (Output, error) {

@@ -312,3 +312,18 @@ func TestTestRefusesInvalidQuotas(t *testing.T) {
 		t.Errorf("err = %v, want the invalid gpuMemory named", err)
 	}
 }
+
+func TestMutateRefusesSeveralPods(t *testing.T) {
+	dir := t.TempDir()
+	pod, _ := os.ReadFile("../../examples/pods/hami-memory.yaml")
+	f := writeFile(t, dir, "two.yaml", string(pod)+"---\n"+string(pod))
+	var buf bytes.Buffer
+	err := offline.Mutate(context.Background(), offline.MutateOptions{PodFile: f, NodesFile: "../../examples/nodes.yaml"}, &buf)
+	if err == nil || !strings.Contains(err.Error(), "2 documents") {
+		t.Errorf("err = %v, want a refusal naming the 2 documents", err)
+	}
+	one := writeFile(t, dir, "one.yaml", "# a comment\n---\n"+string(pod))
+	if err := offline.Mutate(context.Background(), offline.MutateOptions{PodFile: one, NodesFile: "../../examples/nodes.yaml"}, &buf); err != nil {
+		t.Errorf("a pod after a comment-only document: %v", err)
+	}
+}
