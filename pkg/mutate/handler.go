@@ -114,7 +114,7 @@ func response(res Result) (admission.Response, string) {
 // report writes the decision log line and, outside dry runs, the Event.
 func (h *Handler) report(ctx context.Context, req admission.Request, pod *corev1.Pod, res Result, outcome string, seconds float64) {
 	log := logf.FromContext(ctx)
-	if res.Revision == "" {
+	if res.Revision == "" && res.Allowed {
 		log.V(2).Info("no GPU asked", "pod", podRef(pod), "outcome", outcome)
 		return
 	}

@@ -62,8 +62,8 @@ func TestHandlerOverTLS(t *testing.T) {
 		"native-fraction":    {allowed: true, code: 200, events: 1},
 		"kai-fraction":       {allowed: true, code: 200, events: 1},
 		"no-gpu":             {allowed: true, code: 200},
-		"invalid-percentage": {code: 403},
-		"forged-decision":    {code: 403},
+		"invalid-percentage": {code: 403, events: 1}, // a denial is explained too
+		"forged-decision":    {code: 403, events: 1},
 		"already-mutated":    {allowed: true, code: 200, events: 0}, // decided before: no second Event
 		"update":             {allowed: true, code: 200},
 		"dry-run":            {allowed: true, code: 200},
