@@ -1,37 +1,19 @@
 package inventory
 
-import (
-	"strings"
-)
+import "github.com/gpuadmit/gpuadmit/pkg/allocator"
 
 // Accounting resources (DESIGN.md, "Quotas"): the webhook adds them to every
 // GPU container with the real MiB the container receives, and nodes advertise
 // them as capacity, so the API server's own ResourceQuota can cap GPU memory
 // across MIG slices, shares and whole GPUs, and per GPU model.
-const (
-	// ResourceMemoryMiB counts GPU memory in MiB, whatever its form.
-	ResourceMemoryMiB = "gpuadmit.io/gpu-memory-mib"
+// ResourceMemoryMiB counts GPU memory in MiB, whatever its form.
+const ResourceMemoryMiB = allocator.ResourceMemoryMiB
 
-	accountingPrefix = "gpuadmit.io/"
-	accountingSuffix = "-mib"
-	maxNameLen       = 63 // the name part of a qualified resource name
-)
-
-// ModelResource is the per-model accounting resource, "gpuadmit.io/h100-80gb-mib":
-// the model lower-cased, anything but [a-z0-9.-] turned into "-", cut so the
-// name part stays a valid qualified name.
-func ModelResource(model string) string {
-	name := sanitize(strings.ToLower(model))
-	if len(name) > maxNameLen-len(accountingSuffix) {
-		name = strings.Trim(name[:maxNameLen-len(accountingSuffix)], "-.")
-	}
-	return accountingPrefix + name + accountingSuffix
-}
+// ModelResource is the per-model accounting resource, "gpuadmit.io/h100-80gb-mib".
+func ModelResource(model string) string { return allocator.AccountingResource(model) }
 
 // IsAccountingResource reports whether name is an accounting resource.
-func IsAccountingResource(name string) bool {
-	return strings.HasPrefix(name, accountingPrefix) && strings.HasSuffix(name, accountingSuffix)
-}
+func IsAccountingResource(name string) bool { return allocator.IsAccountingResource(name) }
 
 // NodeAccounting is what a node can hand out, in MiB of real GPU memory: the sum
 // over its GPU resources of allocatable × the size of one (a MIG slice's real

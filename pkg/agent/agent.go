@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// NVML is the part of NVML the agent uses; nvml.Interface satisfies it.
+type NVML interface {
+	DeviceLister
+	EventSetCreator
+}
+
+// healthWait is one NVML event wait: how late the health watcher sees ctx end.
+const healthWait = 5 * time.Second
+
+// probeEvery is how often every GPU is asked whether it is still there.
+const probeEvery = 10 * time.Second
+
+// Agent ties discovery, health, the Node and the device plugin together. It
+// holds the one current list of GPUs; every change to it goes to the plugin
+// and to the Node.
+type Agent struct {
+	opts      Options
+	discover  Discoverer
+	health    *healthWatcher
+	publisher *publisher
+	plugin    *Plugin
+	used      *tracker
+	server    *server
+
+	mu    sync.Mutex
+	gpus  []GPU
+	dirty chan struct{} // holds one token when the Node needs writing
+}
+
+// New returns an agent. nodes writes the Node; pods is the kubelet's
+// PodResources API, nil to trust only what Allocate saw.
+func New(nv NVML, nodes NodeClient, pods PodResourcesLister, o Options) *Agent {
+	o.defaults()
+	a := &Agent{
+		opts:      o,
+		discover:  Discoverer{NVML: nv, Names: o.ProfileNames},
+		publisher: &publisher{client: nodes, node: o.NodeName},
+		used:      newTracker(o.Resource, pods, o.Clock),
+		dirty:     make(chan struct{}, 1),
+	}
+	a.plugin = newPlugin(a.used, o.UnitMiB, o.MPS)
+	a.health = &healthWatcher{
+		nvml: nv, clock: o.Clock, wait: healthWait, probeEvery: probeEvery,
+		recoverAfter: o.RecoverAfter, onChange: a.setHealth,
+	}
+	a.server = &server{
+		plugin: a.plugin, dir: o.PluginDir, socket: o.socketName(), resource: o.Resource,
+		retry: o.Retry, clock: o.Clock,
+	}
+	return a
+}
+
+// Run discovers the GPUs, reads the devices in use, then serves the plugin,
+// watches health, writes the Node and resyncs until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if a.opts.NodeName == "" {
+		return fmt.Errorf("no node name: set NODE_NAME from the downward API")
+	}
+	gpus, err := a.discover.Discover()
+	if err != nil {
+		return fmt.Errorf("discover GPUs: %w", err)
+	}
+	logf.FromContext(ctx).Info("Discovered GPUs", "count", len(gpus), "capacity", Accounting(gpus))
+	a.setGPUs(gpus)
+	if err := a.used.refresh(ctx); err != nil { // before serving, so no preference ignores it
+		logf.FromContext(ctx).Error(err, "Devices in use unknown until the next resync")
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return a.server.run(ctx) })
+	g.Go(func() error { return a.health.run(ctx) })
+	g.Go(func() error { return a.publishLoop(ctx) })
+	g.Go(func() error { return a.resyncLoop(ctx) })
+	return g.Wait()
+}
+
+// GPUs returns a copy of the current GPUs.
+func (a *Agent) GPUs() []GPU {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return cloneGPUs(a.gpus)
+}
+
+// setGPUs takes a fresh discovery, keeping the health the watcher decided
+// (discovery only sees that a GPU answers, not that it had a critical XID).
+func (a *Agent) setGPUs(gpus []GPU) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, g := range gpus {
+		if j := slices.IndexFunc(a.gpus, func(o GPU) bool { return o.UUID == g.UUID }); j >= 0 {
+			gpus[i].Healthy = a.gpus[j].Healthy
+		}
+	}
+	a.gpus = cloneGPUs(gpus)
+	a.changed()
+}
+
+// setHealth is the health watcher's report on one GPU.
+func (a *Agent) setHealth(uuid string, healthy bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.gpus {
+		if a.gpus[i].UUID == uuid {
+			a.gpus[i].Healthy = healthy
+		}
+	}
+	a.changed()
+}
+
+// changed hands the GPUs to the plugin and asks for a Node write; a.mu is held.
+func (a *Agent) changed() {
+	a.plugin.SetGPUs(cloneGPUs(a.gpus))
+	a.markDirty()
+}
+
+func (a *Agent) markDirty() {
+	select {
+	case a.dirty <- struct{}{}:
+	default: // a write is already due; it will carry this change
+	}
+}
+
+// publishLoop writes the Node whenever it is dirty, retrying failures.
+func (a *Agent) publishLoop(ctx context.Context) error {
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.dirty:
+		case <-retry:
+		}
+		retry = nil
+		if err := a.publisher.publish(ctx, a.GPUs()); err != nil {
+			logf.FromContext(ctx).Error(err, "Writing the Node; retrying", "after", a.opts.Retry)
+			retry = a.opts.Clock.After(a.opts.Retry)
+		}
+	}
+}
+
+// resyncLoop rediscovers the GPUs, writes the Node again (it may have been
+// recreated, or edited) and reads the devices in use, every Resync.
+func (a *Agent) resyncLoop(ctx context.Context) error {
+	t := a.opts.Clock.NewTicker(a.opts.Resync)
+	defer t.Stop()
+	log := logf.FromContext(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+		if gpus, err := a.discover.Discover(); err != nil {
+			log.Error(err, "Rediscovering GPUs; keeping the last discovery")
+		} else {
+			a.setGPUs(gpus)
+		}
+		a.markDirty()
+		if err := a.used.refresh(ctx); err != nil {
+			log.Error(err, "Reading devices in use")
+		}
+	}
+}

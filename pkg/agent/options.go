@@ -1,0 +1,86 @@
+package agent
+
+import (
+	"path/filepath"
+	"strings"
+	"time"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/utils/clock"
+)
+
+// Default paths of the kubelet's sockets.
+const (
+	DefaultPluginDir          = pluginapi.DevicePluginPath
+	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+)
+
+// Options configure the agent. The zero value serves gpuadmit.io/gpu-mem in
+// units of 1024 MiB at the kubelet's default paths; only NodeName is needed,
+// and only to publish.
+type Options struct {
+	// NodeName is the Node the agent publishes on (the downward API's
+	// spec.nodeName); required by Run, unused by discovery.
+	NodeName string
+	// Resource is the shared-memory resource; empty means gpuadmit.io/gpu-mem.
+	Resource string
+	// UnitMiB is the memory behind one device; zero means 1024.
+	UnitMiB int64
+	// MPS also sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, for nodes that run the
+	// CUDA MPS control daemon; false sets only the limit variable.
+	MPS bool
+	// PluginDir is the kubelet's device-plugin directory; empty means
+	// /var/lib/kubelet/device-plugins.
+	PluginDir string
+	// PodResourcesSocket is the kubelet's PodResources socket; empty means
+	// /var/lib/kubelet/pod-resources/kubelet.sock.
+	PodResourcesSocket string
+	// Resync is how often GPUs are rediscovered, the Node is written again
+	// and the devices in use are read from the kubelet; zero means a minute.
+	Resync time.Duration
+	// Retry is the wait before registering or publishing again after a
+	// failure; zero means 5s.
+	Retry time.Duration
+	// RecoverAfter is how long a GPU must answer without a critical XID to be
+	// healthy again; zero means 5 minutes.
+	RecoverAfter time.Duration
+	// ProfileNames reads MIG profile names from NVML; nil names them from
+	// the catalog. Run sets NVMLProfileName.
+	ProfileNames ProfileNamer
+	// Clock is injected by tests; nil means the real clock.
+	Clock clock.WithTicker
+}
+
+func (o *Options) defaults() {
+	if o.Resource == "" {
+		o.Resource = ResourceShare
+	}
+	if o.UnitMiB <= 0 {
+		o.UnitMiB = DefaultUnitMiB
+	}
+	if o.PluginDir == "" {
+		o.PluginDir = DefaultPluginDir
+	}
+	o.PluginDir = filepath.Clean(o.PluginDir) // file events name paths cleanly
+	if o.PodResourcesSocket == "" {
+		o.PodResourcesSocket = DefaultPodResourcesSocket
+	}
+	if o.Resync <= 0 {
+		o.Resync = time.Minute
+	}
+	if o.Retry <= 0 {
+		o.Retry = 5 * time.Second
+	}
+	if o.RecoverAfter <= 0 {
+		o.RecoverAfter = 5 * time.Minute
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+}
+
+// socketName is the plugin's socket file, named after its resource
+// ("gpuadmit.io-gpu-mem.sock") so plugins of other resources can share the directory.
+func (o *Options) socketName() string {
+	return strings.ReplaceAll(o.Resource, "/", "-") + ".sock"
+}

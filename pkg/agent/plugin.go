@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// Plugin is the kubelet device plugin of the shared-memory resource. It is
+// safe for concurrent use: the kubelet calls it from many goroutines.
+type Plugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+
+	devices *table
+	used    *tracker
+	unitMiB int64
+	mps     bool
+}
+
+var _ pluginapi.DevicePluginServer = (*Plugin)(nil)
+
+// newPlugin returns a plugin serving no GPU until SetGPUs.
+func newPlugin(used *tracker, unitMiB int64, mps bool) *Plugin {
+	return &Plugin{devices: newTable(unitMiB), used: used, unitMiB: unitMiB, mps: mps}
+}
+
+// SetGPUs changes the GPUs the plugin serves, and their health; open
+// ListAndWatch streams send the new list when it differs.
+func (p *Plugin) SetGPUs(gpus []GPU) {
+	p.devices.set(gpus)
+}
+
+// GetDevicePluginOptions tells the kubelet to ask for preferred allocations.
+func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+}
+
+// ListAndWatch sends every device with its health, then the whole list again
+// each time it changes, until the kubelet goes away or the server stops.
+func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	for {
+		s := p.devices.load()
+		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: s.devices()}); err != nil {
+			return err
+		}
+		select {
+		case <-s.replaced:
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+// GetPreferredAllocation keeps each container on one GPU, best fit, away from
+// devices in use. When nothing fits and the kubelet can be asked, what is in
+// use is read again once: a pod may have ended since the last resync.
+func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	resp := &pluginapi.PreferredAllocationResponse{}
+	for _, cr := range req.GetContainerRequests() {
+		ids, err := prefer(p.devices.load(), p.used, cr)
+		if errors.Is(err, allocator.ErrNoFit) && p.used.canRefresh() {
+			if rerr := p.used.refresh(ctx); rerr != nil {
+				logf.FromContext(ctx).Error(rerr, "Reading devices in use again")
+			}
+			ids, err = prefer(p.devices.load(), p.used, cr)
+		}
+		if err != nil {
+			code := codes.InvalidArgument
+			if errors.Is(err, allocator.ErrNoFit) {
+				code = codes.ResourceExhausted
+			}
+			return nil, status.Errorf(code, "preferred allocation of %d devices: %v", cr.GetAllocationSize(), err)
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return resp, nil
+}
+
+// Allocate gives each container the GPU its device IDs name and its memory
+// limit. It looks up no pod and takes no lock: the IDs say everything.
+func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	s := p.devices.load()
+	resp := &pluginapi.AllocateResponse{}
+	for _, cr := range req.GetContainerRequests() {
+		a, err := allocationOf(s, cr.GetDevicesIds())
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "allocate: %v", err)
+		}
+		resp.ContainerResponses = append(resp.ContainerResponses, a.response(p.unitMiB, p.mps))
+	}
+	for _, cr := range req.GetContainerRequests() {
+		p.used.allocated(cr.GetDevicesIds())
+	}
+	logf.FromContext(ctx).V(2).Info("Allocated", "containers", len(resp.ContainerResponses))
+	return resp, nil
+}
+
+// PreStartContainer is never called: the options do not ask for it.
+func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}

@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// unitsPerH100 is 81559 MiB in units of 1024 MiB.
+const unitsPerH100 = 79
+
+// onGPU checks that a container's devices and environment name one GPU and
+// its memory, and returns that GPU's UUID.
+func onGPU(t *testing.T, c container) string {
+	t.Helper()
+	uuid := c.envs[EnvVisibleDevices]
+	for _, id := range c.ids {
+		if got, _, err := ParseDeviceID(id); err != nil || got != uuid {
+			t.Errorf("container %s: device %s is not on %s, its visible GPU", c.name, id, uuid)
+		}
+	}
+	if want := strconv.Itoa(len(c.ids) * DefaultUnitMiB); c.envs[EnvMemoryLimitMiB] != want {
+		t.Errorf("container %s: %s = %q, want %s", c.name, EnvMemoryLimitMiB, c.envs[EnvMemoryLimitMiB], want)
+	}
+	return uuid
+}
+
+func TestPackingKeepsContainersOnOneGPU(t *testing.T) {
+	h := newHarness(t, 2)
+	_, m, _ := h.start(nil)
+	ctx := context.Background()
+	steps := []struct {
+		units int
+		want  string // the GPU, or the error's words
+	}{
+		{30, "GPU-h100-0"}, // a tie: the lower index
+		{40, "GPU-h100-0"}, // 49 free there: the fullest that fits
+		{20, "GPU-h100-1"}, // 9 left on GPU 0
+		{50, "GPU-h100-1"},
+		{10, "must fit on one GPU"}, // 9 and 9 free: 18 in all, but never split
+		{9, "GPU-h100-0"},
+	}
+	for i, s := range steps {
+		c, err := m.allocate(ctx, fmt.Sprintf("c%d", i), s.units)
+		if strings.HasPrefix(s.want, "GPU-") {
+			if err != nil {
+				t.Fatalf("container of %d units: %v", s.units, err)
+			}
+			if got := onGPU(t, c); got != s.want {
+				t.Errorf("container of %d units went to %s, want %s", s.units, got, s.want)
+			}
+			continue
+		}
+		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), s.want) {
+			t.Errorf("container of %d units: error %v, want ResourceExhausted saying %q", s.units, err, s.want)
+		}
+	}
+}
+
+func TestTwoContainersOfOnePod(t *testing.T) {
+	h := newHarness(t, 2)
+	_, m, _ := h.start(nil)
+	ctx := context.Background()
+	if _, err := m.allocate(ctx, "other/main", 60); err != nil { // GPU 0 keeps 19 units
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		units int
+		reuse string // the container whose devices it reuses
+		want  string
+	}{
+		{name: "pod/small", units: 10, want: "GPU-h100-0"},
+		{name: "pod/large", units: 40, want: "GPU-h100-1"},
+		{name: "pod/init", units: 5, want: "GPU-h100-0"},
+		{name: "pod/app", units: 8, reuse: "pod/init", want: "GPU-h100-0"}, // an init container's devices, and 3 more beside them
+	}
+	got := map[string]container{}
+	for _, tc := range tests {
+		c, err := m.allocate(ctx, tc.name, tc.units, got[tc.reuse].ids...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got[tc.name] = c
+		if uuid := onGPU(t, c); uuid != tc.want {
+			t.Errorf("%s went to %s, want %s", tc.name, uuid, tc.want)
+		}
+	}
+	for _, id := range got["pod/init"].ids {
+		if !slices.Contains(got["pod/app"].ids, id) {
+			t.Errorf("pod/app %v does not reuse pod/init's %s", got["pod/app"].ids, id)
+		}
+	}
+}
+
+// TestAllocateManyContainers sends one Allocate for two containers, as the
+// API allows, and expects each its own GPU and limit.
+func TestAllocateManyContainers(t *testing.T) {
+	h := newHarness(t, 2)
+	_, m, _ := h.start(nil)
+	resp, err := m.client.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
+		{DevicesIds: []string{"GPU-h100-1::3", "GPU-h100-1::4"}},
+		{DevicesIds: []string{"GPU-h100-0::0"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]string{
+		{EnvVisibleDevices: "GPU-h100-1", EnvMemoryLimitMiB: "2048"},
+		{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: "1024"},
+	}
+	var got []map[string]string
+	for _, c := range resp.ContainerResponses {
+		got = append(got, c.Envs)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Allocate envs (-want +got):\n%s", diff)
+	}
+}
+
+func TestAllocateMPS(t *testing.T) {
+	a := allocation{uuid: "GPU-h100-0", units: 3}
+	got := a.response(DefaultUnitMiB, true).Envs
+	want := map[string]string{
+		EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: "3072", EnvMPSMemoryLimit: "GPU-h100-0=3072M",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("envs with MPS (-want +got):\n%s", diff)
+	}
+}
+
+func TestAllocateRefuses(t *testing.T) {
+	h := newHarness(t, 2)
+	_, m, _ := h.start(nil)
+	tests := map[string]struct {
+		ids  []string
+		want string
+	}{
+		"devices on two GPUs":     {ids: []string{"GPU-h100-0::1", "GPU-h100-1::1"}, want: "span GPUs GPU-h100-0 and GPU-h100-1"},
+		"a GPU not served here":   {ids: []string{"GPU-gone::0"}, want: "GPU GPU-gone is not served here"},
+		"a unit past the GPU end": {ids: []string{"GPU-h100-0::79"}, want: "has 79 units"},
+		"an ID that names no GPU": {ids: []string{"nvidia0"}, want: "is not <gpu-uuid>::<n>"},
+		"no unit number":          {ids: []string{"GPU-h100-0::x"}, want: "no unit number"},
+		"the same device twice":   {ids: []string{"GPU-h100-0::1", "GPU-h100-0::1"}, want: "listed twice"},
+		"no devices":              {ids: nil, want: "no devices"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := m.client.Allocate(context.Background(), &pluginapi.AllocateRequest{
+				ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: tc.ids}},
+			})
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Allocate(%v) error = %v, want InvalidArgument saying %q", tc.ids, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConcurrentAllocationsNeverDoubleBook fills two GPUs with 11 pods of
+// two containers each, all at once: every device goes to one container,
+// every container stays on one GPU, and the node is then full.
+func TestConcurrentAllocationsNeverDoubleBook(t *testing.T) {
+	h := newHarness(t, 2)
+	_, m, _ := h.start(nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []container
+	var wg sync.WaitGroup
+	for pod := range 11 {
+		wg.Go(func() {
+			for _, name := range []string{"main", "sidecar"} {
+				c, err := m.allocate(ctx, fmt.Sprintf("pod%d/%s", pod, name), 7)
+				if err != nil {
+					t.Errorf("pod%d/%s: %v", pod, name, err)
+					return
+				}
+				mu.Lock()
+				got = append(got, c)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	owner := map[string]string{}
+	perGPU := map[string]int{}
+	for _, c := range got {
+		perGPU[onGPU(t, c)] += len(c.ids)
+		for _, id := range c.ids {
+			if o, ok := owner[id]; ok {
+				t.Errorf("device %s given to %s and %s", id, o, c.name)
+			}
+			owner[id] = c.name
+		}
+	}
+	if want := map[string]int{"GPU-h100-0": 77, "GPU-h100-1": 77}; !cmp.Equal(want, perGPU) {
+		t.Errorf("units per GPU = %v, want %v (11 containers of 7 on each)", perGPU, want)
+	}
+	if _, err := m.allocate(ctx, "late/main", 7); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("a 23rd container of 7 units: error %v, want ResourceExhausted", err)
+	}
+}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NodeClient is the part of the API the agent needs on its own Node: read
+// it, patch its annotation (get/patch nodes) and its status (patch
+// nodes/status). controller-runtime's client.Client satisfies it.
+type NodeClient interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
+	Status() client.SubResourceWriter
+}
+
+// publisher writes the node's GPUs on its Node.
+type publisher struct {
+	client NodeClient
+	node   string
+}
+
+// publish writes the annotation and the accounting capacity. Both are merge
+// patches of only the agent's own keys, so the kubelet's and other
+// controllers' writes to the same Node never conflict with the agent's.
+func (p *publisher) publish(ctx context.Context, gpus []GPU) error {
+	if err := p.annotate(ctx, gpus); err != nil {
+		return err
+	}
+	return p.advertise(ctx, Accounting(gpus))
+}
+
+// annotate sets AnnotationGPUs to the GPUs as JSON.
+func (p *publisher) annotate(ctx context.Context, gpus []GPU) error {
+	if gpus == nil {
+		gpus = []GPU{}
+	}
+	value, err := json.Marshal(gpus)
+	if err != nil {
+		return fmt.Errorf("encode GPUs: %w", err)
+	}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationGPUs: string(value)}}}
+	return p.patch(ctx, patch, p.client.Patch, "annotate")
+}
+
+// advertise sets the accounting resources in the node's capacity and
+// allocatable, and removes those of models the node no longer has (its GPUs
+// were replaced), which it reads from the node first.
+func (p *publisher) advertise(ctx context.Context, want map[string]int64) error {
+	node := &corev1.Node{}
+	if err := p.client.Get(ctx, client.ObjectKey{Name: p.node}, node); err != nil {
+		return fmt.Errorf("get node %s: %w", p.node, err)
+	}
+	resources := map[string]any{}
+	for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
+		for name := range list {
+			if isAccountingResource(string(name)) {
+				resources[string(name)] = nil // a JSON merge patch's null removes it
+			}
+		}
+	}
+	for name, v := range want {
+		resources[name] = strconv.FormatInt(v, 10)
+	}
+	patch := map[string]any{"status": map[string]any{"capacity": resources, "allocatable": resources}}
+	statusPatch := func(ctx context.Context, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
+		return p.client.Status().Patch(ctx, obj, patch)
+	}
+	return p.patch(ctx, patch, statusPatch, "advertise capacity on")
+}
+
+type patchFunc func(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error
+
+func (p *publisher) patch(ctx context.Context, body map[string]any, do patchFunc, what string) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("%s node %s: %w", what, p.node, err)
+	}
+	node := &corev1.Node{}
+	node.Name = p.node
+	if err := do(ctx, node, client.RawPatch(types.MergePatchType, data)); err != nil {
+		return fmt.Errorf("%s node %s: %w", what, p.node, err)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// The Node is written through controller-runtime's fake client here; the
+// end-to-end tests against a real kube-apiserver (test/e2e) are where the
+// agent's RBAC and its patches will meet the API server's own validation.
+
+// quantities reads a resource list as integers, for comparing.
+func quantities(list corev1.ResourceList) map[string]int64 {
+	out := map[string]int64{}
+	for name, q := range list {
+		out[string(name)] = q.Value()
+	}
+	return out
+}
+
+// TestAgentPublishesItsNode runs the agent on a node of two H100s and reads
+// the Node back: the annotation lists the GPUs as discovered, the
+// accounting capacity is their memory, the replaced model's resource is
+// gone, and every resource the agent does not own is untouched.
+func TestAgentPublishesItsNode(t *testing.T) {
+	h := newHarness(t, 2)
+	a, _, _ := h.start(nil)
+	var n *corev1.Node
+	eventually(t, "the agent annotates its node", func() bool {
+		n = h.node()
+		return n.Annotations[AnnotationGPUs] != ""
+	})
+	eventually(t, "the agent advertises its capacity", func() bool {
+		n = h.node()
+		_, ok := n.Status.Capacity[ResourceMemoryMiB]
+		return ok
+	})
+	var published []GPU
+	if err := json.Unmarshal([]byte(n.Annotations[AnnotationGPUs]), &published); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a.GPUs(), published); diff != "" {
+		t.Errorf("annotation (-discovered +published):\n%s", diff)
+	}
+	if len(published) != 2 || published[1].Model != "H100-80GB" || len(published[1].Profiles) != 7 {
+		t.Errorf("annotation lacks the GPUs' detail: %+v", published)
+	}
+	want := map[string]int64{
+		"cpu": 32, "nvidia.com/gpu": 0, ResourceShare: 158, // not the agent's: as they were
+		ResourceMemoryMiB: 2 * 81559, "gpuadmit.io/h100-80gb-mib": 2 * 81559,
+	}
+	for what, list := range map[string]corev1.ResourceList{"capacity": n.Status.Capacity, "allocatable": n.Status.Allocatable} {
+		if diff := cmp.Diff(want, quantities(list)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+}
+
+func TestAccounting(t *testing.T) {
+	h100 := GPU{Model: "H100-80GB", MemoryMiB: 81559, Healthy: true}
+	t4 := GPU{Model: "T4", MemoryMiB: 15360, Healthy: true}
+	sick := h100
+	sick.Healthy = false
+	tests := map[string]struct {
+		gpus []GPU
+		want map[string]int64
+	}{
+		"two H100s": {gpus: []GPU{h100, h100}, want: map[string]int64{
+			ResourceMemoryMiB: 163118, "gpuadmit.io/h100-80gb-mib": 163118,
+		}},
+		"a failed GPU leaves the capacity": {gpus: []GPU{h100, sick}, want: map[string]int64{
+			ResourceMemoryMiB: 81559, "gpuadmit.io/h100-80gb-mib": 81559,
+		}},
+		"mixed models, each its own resource": {gpus: []GPU{h100, t4}, want: map[string]int64{
+			ResourceMemoryMiB: 96919, "gpuadmit.io/h100-80gb-mib": 81559, "gpuadmit.io/t4-mib": 15360,
+		}},
+		"no healthy GPU advertises zero": {gpus: []GPU{sick}, want: map[string]int64{ResourceMemoryMiB: 0}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Accounting(tc.gpus)); diff != "" {
+				t.Errorf("Accounting (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPublishRemovesOnlyStaleAccounting writes twice: a model resource the
+// second write lacks is removed, the kubelet's resources are kept.
+func TestPublishRemovesOnlyStaleAccounting(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(gpuNode()).WithStatusSubresource(&corev1.Node{}).Build()
+	p := &publisher{client: c, node: nodeName}
+	ctx := context.Background()
+	for _, gpus := range [][]GPU{
+		{{UUID: "GPU-a", Model: "T4", MemoryMiB: 15360, Healthy: true}},
+		{{UUID: "GPU-b", Model: "L4", MemoryMiB: 23034, Healthy: true}},
+	} {
+		if err := p.publish(ctx, gpus); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := &corev1.Node{}
+	if err := c.Get(ctx, clientKey(nodeName), n); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{
+		"cpu": 32, "nvidia.com/gpu": 0, ResourceShare: 158, ResourceMemoryMiB: 23034, "gpuadmit.io/l4-mib": 23034,
+	}
+	if diff := cmp.Diff(want, quantities(n.Status.Allocatable)); diff != "" {
+		t.Errorf("allocatable (-want +got):\n%s", diff)
+	}
+	if got := n.Status.Capacity["gpuadmit.io/t4-mib"]; !got.Equal(resource.Quantity{}) {
+		t.Errorf("capacity keeps the replaced T4's resource: %s", got.String())
+	}
+}
+
+func TestPublishFailsWithoutItsNode(t *testing.T) {
+	c := fake.NewClientBuilder().WithStatusSubresource(&corev1.Node{}).Build()
+	err := (&publisher{client: c, node: "elsewhere"}).publish(context.Background(), nil)
+	if err == nil {
+		t.Fatal("publishing on a missing node succeeded")
+	}
+}
