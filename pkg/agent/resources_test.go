@@ -8,6 +8,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -124,5 +126,30 @@ func TestDiscoverReport(t *testing.T) {
 	}
 	if err := r.Write(&y, "xml"); err == nil {
 		t.Error("an unknown output format was accepted")
+	}
+}
+
+// TestInventoryReadsTheAnnotation holds the agent's annotation and the
+// webhook's inventory to one JSON shape: H200s the agent discovered from the
+// real readings, published on a MIG node, give the pool NVML's sizes.
+func TestInventoryReadsTheAnnotation(t *testing.T) {
+	r := readReading(t, "h200.txt")
+	gpus, err := Discoverer{NVML: newFakeNVML(r.device("GPU-h200")), Names: r.names}.Discover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := corev1.Node{}
+	n.Name = "h200"
+	n.Labels = map[string]string{inventory.LabelProduct: "NVIDIA-H200"}
+	n.Annotations = map[string]string{AnnotationGPUs: string(raw)}
+	n.Status.Allocatable = corev1.ResourceList{"nvidia.com/mig-3g.71gb": resource.MustParse("2")}
+	p := inventory.Build([]corev1.Node{n}, nil).Pools[0]
+	pr, ok := p.Profile("3g.71gb")
+	if p.GPUMemoryMiB != r.memoryMiB || !ok || pr.MemoryMiB != 71424 || len(pr.Placements) != 2 {
+		t.Errorf("pool GPU %d MiB, 3g.71gb %+v; want the agent's %d MiB and NVML's 71424 MiB with 2 placements", p.GPUMemoryMiB, pr, r.memoryMiB)
 	}
 }

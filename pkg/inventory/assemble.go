@@ -59,9 +59,13 @@ func newPool(name string, g gpuNode) *Pool {
 	return p
 }
 
-// gpuMemory is one GPU's memory: GFD's label, else the catalog. On a
-// mig-single node GFD reports the slice's memory, so only the catalog counts.
+// gpuMemory is one GPU's memory: the agent's NVML reading, else GFD's
+// label, else the catalog. On a mig-single node GFD reports the slice's
+// memory, so that label does not count there.
 func gpuMemory(g gpuNode) int64 {
+	if mib := agentMemory(g.node); mib > 0 {
+		return mib
+	}
 	if g.mode != MIGSingle {
 		if mib := labelInt(g.node, LabelMemory); mib > 0 {
 			return mib
@@ -74,7 +78,8 @@ func gpuMemory(g gpuNode) int64 {
 }
 
 // addProfiles records the MIG profiles a node serves, preferring the node's
-// own memory reading (GFD's nvidia.com/mig-<profile>.memory) over the catalog.
+// own readings over the catalog: the agent's NVML profiles, then GFD's
+// nvidia.com/mig-<profile>.memory label.
 func (inv *Inventory) addProfiles(p *Pool, g gpuNode) {
 	for _, name := range nodeProfiles(g) {
 		if _, ok := p.Profile(name); ok {
@@ -86,6 +91,9 @@ func (inv *Inventory) addProfiles(p *Pool, g gpuNode) {
 		}
 		if mib := profileMemoryLabel(g, name); mib > 0 {
 			pr.MemoryMiB = mib
+		}
+		if read, ok := agentProfile(g.node, name); ok {
+			pr = read // the agent read it from NVML on this node
 		}
 		if pr.MemoryMiB == 0 {
 			inv.warnf("node %s serves MIG profile %s of %s, whose memory neither the catalog nor the node's labels give; profile left out", g.node.Name, name, g.baseProduct)

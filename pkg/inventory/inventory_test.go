@@ -367,3 +367,24 @@ func BenchmarkBuild1000Nodes(b *testing.B) {
 		inventory.Build(nodes, cat)
 	}
 }
+
+// TestAgentReadingsWin: the agent's NVML reading beats GFD's label, which
+// beats the catalog.
+func TestAgentReadingsWin(t *testing.T) {
+	n := corev1.Node{}
+	n.Name = "h100"
+	n.Labels = map[string]string{inventory.LabelProduct: "NVIDIA-H100-80GB-HBM3", inventory.LabelMemory: "81000", "nvidia.com/mig-1g.10gb.memory": "9900"}
+	n.Annotations = map[string]string{inventory.AnnotationGPUs: `[{"model":"H100-80GB","memoryMiB":81559,"migMode":"Enabled","healthy":true,
+		"profiles":[{"name":"1g.10gb","id":19,"computeSlices":1,"memorySlices":1,"memoryMiB":9984,"sms":16,"maxInstances":7,"placements":[{"start":0,"size":1}]}]}]`}
+	n.Status.Allocatable = corev1.ResourceList{"nvidia.com/mig-1g.10gb": resource.MustParse("7")}
+	p := inventory.Build([]corev1.Node{n}, nil).Pools[0]
+	pr, _ := p.Profile("1g.10gb")
+	if p.GPUMemoryMiB != 81559 || pr.MemoryMiB != 9984 || pr.SMs != 16 {
+		t.Errorf("GPU %d MiB, 1g.10gb %d MiB %d SMs; want the agent's 81559, 9984, 16", p.GPUMemoryMiB, pr.MemoryMiB, pr.SMs)
+	}
+	n.Annotations[inventory.AnnotationGPUs] = "not json"
+	p = inventory.Build([]corev1.Node{n}, nil).Pools[0]
+	if pr, _ := p.Profile("1g.10gb"); p.GPUMemoryMiB != 81000 || pr.MemoryMiB != 9900 {
+		t.Errorf("with a malformed annotation: GPU %d MiB, 1g.10gb %d MiB; want GFD's 81000 and 9900", p.GPUMemoryMiB, pr.MemoryMiB)
+	}
+}

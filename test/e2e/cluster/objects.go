@@ -29,7 +29,7 @@ func (c *Cluster) AddNodes(ctx context.Context, path string) ([]corev1.Node, err
 		return nil, err
 	}
 	for i := range nodes {
-		if err := c.addNode(ctx, nodes[i].DeepCopy()); err != nil {
+		if err := c.AddNode(ctx, nodes[i].DeepCopy()); err != nil {
 			return nil, err
 		}
 	}
@@ -40,11 +40,11 @@ func (c *Cluster) AddNodes(ctx context.Context, path string) ([]corev1.Node, err
 	return nodes, nil
 }
 
-// addNode creates the node, gives back its own taints (the API server's
+// AddNode creates the node, gives back its own taints (the API server's
 // TaintNodesByCondition adds node.kubernetes.io/not-ready on create, which
 // only the node lifecycle controller, not run here, would lift once kwok
 // reports the node Ready), then sets its status.
-func (c *Cluster) addNode(ctx context.Context, n *corev1.Node) error {
+func (c *Cluster) AddNode(ctx context.Context, n *corev1.Node) error {
 	taints, status := n.Spec.Taints, n.Status
 	n.ResourceVersion = ""
 	if err := c.Client.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
