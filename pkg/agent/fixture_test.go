@@ -1,19 +1,16 @@
 package agent
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/gpuadmit/gpuadmit/internal/nvmlreading"
 )
 
 // readings are the NVML dumps taken on real GPUs (shared/data/nvml, copied
@@ -37,81 +34,37 @@ type profileReading struct {
 	placements []nvml.GpuInstancePlacement
 }
 
-var (
-	profileLine   = regexp.MustCompile(`^profile (\d+) id (\d+) (MIG \S+) slices (\d+) inst (\d+) sm (\d+) ce (\d+) memMB (\d+) rc2 0 \[(.*)\]$`)
-	refusedLine   = regexp.MustCompile(`^profile (\d+) rc (\d+)$`)
-	migLine       = regexp.MustCompile(`^migmode rc (\d+) (\d+) (\d+)$`)
-	placementPair = regexp.MustCompile(`\((\d+), (\d+)\)`)
-)
-
-// readReading parses a dump in testdata (see its README for the format).
+// readReading reads a dump in testdata (package nvmlreading parses it) into NVML's terms.
 func readReading(t *testing.T, file string) reading {
 	t.Helper()
-	f, err := os.Open(filepath.Join(readings, file))
+	in, err := nvmlreading.Read(filepath.Join(readings, file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r := reading{profiles: map[int]profileReading{}, rets: map[int]nvml.Return{}}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		r.readLine(t, strings.TrimSpace(sc.Text()))
+	r := reading{name: in.Name, memoryMiB: in.MemoryMiB, profiles: map[int]profileReading{}, rets: map[int]nvml.Return{}}
+	if in.MIG != nil {
+		r.migRet, r.migCurrent, r.migPending = nvml.Return(in.MIG.Return), in.MIG.Current, in.MIG.Pending
 	}
-	if r.name == "" || r.memoryMiB == 0 || len(r.profiles) == 0 {
-		t.Fatalf("%s: incomplete reading: %+v", file, r)
+	for index, ret := range in.Refused {
+		r.rets[index] = nvml.Return(ret)
+	}
+	for _, p := range in.Profiles {
+		r.profiles[p.Index] = profileReading{
+			name: "MIG " + p.Name,
+			info: nvml.GpuInstanceProfileInfo{
+				Id: uint32(p.ID), SliceCount: uint32(p.Slices), InstanceCount: uint32(p.Instances),
+				MultiprocessorCount: uint32(p.SMs), CopyEngineCount: uint32(p.CopyEngines), MemorySizeMB: uint64(p.MemoryMiB),
+			},
+			placements: placements(p.Placements),
+		}
 	}
 	return r
 }
 
-func (r *reading) readLine(t *testing.T, line string) {
-	if m := profileLine.FindStringSubmatch(line); m != nil {
-		n := atois(t, []string{m[1], m[2], m[4], m[5], m[6], m[7], m[8]})
-		r.profiles[n[0]] = profileReading{
-			name: m[3],
-			info: nvml.GpuInstanceProfileInfo{
-				Id: uint32(n[1]), SliceCount: uint32(n[2]), InstanceCount: uint32(n[3]),
-				MultiprocessorCount: uint32(n[4]), CopyEngineCount: uint32(n[5]), MemorySizeMB: uint64(n[6]),
-			},
-			placements: parsePlacements(t, m[9]),
-		}
-		return
-	}
-	if m := refusedLine.FindStringSubmatch(line); m != nil {
-		n := atois(t, m[1:])
-		r.rets[n[0]] = nvml.Return(n[1])
-		return
-	}
-	if m := migLine.FindStringSubmatch(line); m != nil {
-		n := atois(t, m[1:])
-		r.migRet, r.migCurrent, r.migPending = nvml.Return(n[0]), n[1], n[2]
-		return
-	}
-	switch {
-	case strings.HasPrefix(line, "name b'"):
-		r.name = strings.TrimSuffix(strings.TrimPrefix(line, "name b'"), "'")
-	case r.name != "" && strings.HasPrefix(line, r.name+", "):
-		total, _, _ := strings.Cut(strings.TrimPrefix(line, r.name+", "), " MiB")
-		r.memoryMiB = int64(atois(t, []string{total})[0])
-	}
-}
-
-func atois(t *testing.T, ss []string) []int {
-	out := make([]int, len(ss))
-	for i, s := range ss {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			t.Fatalf("number %q: %v", s, err)
-		}
-		out[i] = n
-	}
-	return out
-}
-
-func parsePlacements(t *testing.T, s string) []nvml.GpuInstancePlacement {
-	var out []nvml.GpuInstancePlacement
-	for _, m := range placementPair.FindAllStringSubmatch(s, -1) {
-		n := atois(t, m[1:])
-		out = append(out, nvml.GpuInstancePlacement{Start: uint32(n[0]), Size: uint32(n[1])})
+func placements(ps []nvmlreading.Placement) []nvml.GpuInstancePlacement {
+	out := make([]nvml.GpuInstancePlacement, len(ps))
+	for i, p := range ps {
+		out[i] = nvml.GpuInstancePlacement{Start: uint32(p.Start), Size: uint32(p.Size)}
 	}
 	return out
 }
