@@ -350,7 +350,6 @@ func post(t testing.TB, client *http.Client, url, contentType string, body []byt
 	return resp.StatusCode, review
 }
 
-
 func exampleHandler(t testing.TB, rec Recorder) *Handler {
 	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)})
 	return NewHandler(m, teamA(t), podScheme(), HandlerOptions{Recorder: rec})

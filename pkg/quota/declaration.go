@@ -56,7 +56,7 @@ func Parse(doc any) ([]Declaration, error) {
 // malformed one is reported at its own path.
 type rawDeclaration struct {
 	Declaration
-	GPUMemory *string          `json:"gpuMemory,omitempty"`
+	GPUMemory *string           `json:"gpuMemory,omitempty"`
 	Models    map[string]string `json:"models,omitempty"`
 }
 
