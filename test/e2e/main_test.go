@@ -57,7 +57,11 @@ func run(m *testing.M, bin string) int {
 	code := m.Run()
 	if code != 0 {
 		dumpLogs()
+		return code
 	}
+	// A passing run leaves nothing behind; a failing one keeps its logs.
+	defer os.RemoveAll(env.LogDir)
+	defer os.RemoveAll(filepath.Dir(policyDir))
 	return code
 }
 
