@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
@@ -64,7 +65,24 @@ func Build(nodes []corev1.Node, cat *allocator.Catalog) *Inventory {
 		inv.add(g)
 	}
 	inv.finish()
+	inv.markOverlaps(sorted)
 	return inv
+}
+
+// markOverlaps flags derived pools whose selector also matches nodes of a
+// named pool (nodeSelector cannot say "without gpuadmit.io/pool").
+func (inv *Inventory) markOverlaps(nodes []*corev1.Node) {
+	for _, p := range inv.Pools {
+		if _, named := p.NodeSelector[LabelPool]; named {
+			continue
+		}
+		for _, n := range nodes {
+			if n.Labels[LabelPool] != "" && labels.SelectorFromSet(p.NodeSelector).Matches(labels.Set(n.Labels)) {
+				p.ExcludeNamed = true
+				break
+			}
+		}
+	}
 }
 
 func (inv *Inventory) warnf(format string, args ...any) {

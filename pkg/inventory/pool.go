@@ -90,6 +90,10 @@ type Pool struct {
 	Accounting bool `json:"accounting"`
 	// ModelResource is the pool's per-model accounting resource.
 	ModelResource string `json:"modelResource"`
+	// ExcludeNamed is true for a pool derived from product labels whose
+	// selector also matches nodes an operator put in a named pool: a pod
+	// placed on it must also say it wants no node with gpuadmit.io/pool.
+	ExcludeNamed bool `json:"excludeNamed"`
 
 	common map[string]string // selector labels all nodes share
 }

@@ -22,6 +22,9 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
 	}
+	if ch.pool.ExcludeNamed {
+		excludeNamedPools(out)
+	}
 	addTolerations(out, ch.tolerations(d))
 	setPriority(out, d.PriorityClassName)
 	setMeta(&out.Labels, d.Labels)

@@ -44,6 +44,9 @@ func explain(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) st
 		fmt.Fprintf(&b, "Preferred pools were passed over: %s. ", strings.Join(ch.skipped, "; "))
 	}
 	fmt.Fprintf(&b, "The pod is pinned to the pool with nodeSelector %s", formatMap(ch.pool.NodeSelector))
+	if ch.pool.ExcludeNamed {
+		b.WriteString(" and a node affinity that keeps it off nodes of named pools")
+	}
 	if ts := ch.tolerations(d); len(ts) > 0 {
 		fmt.Fprintf(&b, ", tolerates %s", formatTolerations(ts))
 	}
