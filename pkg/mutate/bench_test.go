@@ -1,11 +1,18 @@
 package mutate
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -55,4 +62,37 @@ func BenchmarkReinvoke1000Nodes(b *testing.B) {
 			b.Fatalf("allowed %v, err %v, patch %v", res.Allowed, err, res.Patch)
 		}
 	}
+}
+
+// BenchmarkHandler is one admission review through the webhook's HTTP
+// handler, AdmissionReview bytes in, response bytes out (no TLS), with the
+// example cluster and the default policies, for benchstat comparisons.
+func BenchmarkHandler(b *testing.B) {
+	body, err := os.ReadFile("testdata/reviews/hami-create.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(b)})
+	wh := &admission.Webhook{Handler: NewHandler(m, staticNamespace{}, scheme, HandlerOptions{})}
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/mutate-v1-pod", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		wh.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"patchType":"JSONPatch"`)) {
+			b.Fatalf("answer %d: %s", rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// staticNamespace answers every namespace with one that has no labels.
+type staticNamespace struct{}
+
+func (staticNamespace) Namespace(_ context.Context, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	ns.Name = name
+	return ns, nil
 }

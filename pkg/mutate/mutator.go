@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"context"
+	"sync/atomic"
 	"fmt"
 	"strings"
 
@@ -32,8 +33,15 @@ func (s StaticInventory) Inventory() *inventory.Inventory { return s.Inv }
 
 // Mutator decides and rewrites GPU pods. It is safe for concurrent use.
 type Mutator struct {
-	eval Evaluator
-	inv  InventorySource
+	eval  Evaluator
+	inv   InventorySource
+	pools atomic.Pointer[preparedPools] // input.pools of the last inventory seen
+}
+
+// preparedPools is an inventory's pools converted for the policy once.
+type preparedPools struct {
+	inv   *inventory.Inventory
+	pools policy.Pools
 }
 
 // NewMutator returns a Mutator deciding with eval over the pools of inv.
@@ -97,7 +105,11 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 		return Result{Allowed: true, Pod: pod.DeepCopy(), Explanation: "The pod asks for no GPU; gpuadmit leaves it as it is."}, nil
 	}
 	inv := m.inv.Inventory()
-	d, err := m.eval.Evaluate(ctx, input(req, want, inv))
+	pools, err := m.preparedPools(inv)
+	if err != nil {
+		return Result{}, err
+	}
+	d, err := m.eval.Evaluate(ctx, input(req, want, pools))
 	if err != nil {
 		return Result{}, err
 	}
@@ -114,7 +126,21 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	return apply(pod, want, d, ch)
 }
 
-func input(req Request, want intent.Pod, inv *inventory.Inventory) policy.Input {
+// preparedPools converts the inventory's pools once per inventory (an
+// inventory is immutable; a new one comes with every node change).
+func (m *Mutator) preparedPools(inv *inventory.Inventory) (policy.Pools, error) {
+	if p := m.pools.Load(); p != nil && p.inv == inv {
+		return p.pools, nil
+	}
+	pools, err := policy.PreparePools(inv.Pools)
+	if err != nil {
+		return policy.Pools{}, err
+	}
+	m.pools.Store(&preparedPools{inv: inv, pools: pools})
+	return pools, nil
+}
+
+func input(req Request, want intent.Pod, pools policy.Pools) policy.Input {
 	op := req.Operation
 	if op == "" {
 		op = "CREATE"
@@ -126,7 +152,7 @@ func input(req Request, want intent.Pod, inv *inventory.Inventory) policy.Input 
 		Pod:        req.Pod,
 		Containers: want.Requests,
 		Hints:      policy.Hints{Class: want.Class, Backend: string(want.Backend), Model: want.Model},
-		Pools:      inv.Pools,
+		Pools:      pools,
 		Quota:      quotaInput(req.Quota),
 	}
 }

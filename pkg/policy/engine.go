@@ -64,10 +64,14 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	if set == nil {
 		return Decision{}, ErrNoActiveSet
 	}
+	value, err := inputValue(in)
+	if err != nil {
+		return Decision{}, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.EvalTimeout)
 	defer cancel()
 	start := time.Now()
-	rs, err := set.query.Eval(ctx, rego.EvalInput(in))
+	rs, err := set.query.Eval(ctx, rego.EvalParsedInput(value))
 	evalDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		evalErrors.Inc()

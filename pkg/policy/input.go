@@ -21,7 +21,8 @@ type Input struct {
 	Containers []intent.Request `json:"containers"`
 	// Hints are the pod-level hints (class, backend, model).
 	Hints Hints `json:"hints"`
-	// Pools are the inventory's GPU pools (inventory.Pool values).
+	// Pools are the inventory's GPU pools (inventory.Pool values), or the
+	// same converted once with PreparePools, which saves their conversion.
 	Pools any `json:"pools"`
 	// Quota is the namespace's quota declarations and usage, where known.
 	Quota any `json:"quota"`
