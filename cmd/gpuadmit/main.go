@@ -16,7 +16,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	root := &cobra.Command{Use: "gpuadmit", Short: "GPU admission control for Kubernetes", SilenceUsage: true}
-	root.AddCommand(mutateCmd(), testCmd(), catalogCmd(), certsCmd(), quotaCmd(), capacityCmd())
+	root.AddCommand(mutateCmd(), testCmd(), catalogCmd(), certsCmd(), quotaCmd(), capacityCmd(), benchCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		os.Exit(1)
 	}

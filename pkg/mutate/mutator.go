@@ -2,9 +2,9 @@ package mutate
 
 import (
 	"context"
-	"sync/atomic"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"gomodules.xyz/jsonpatch/v2"
 	authenticationv1 "k8s.io/api/authentication/v1"

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/bench/packing"
+)
+
+// benchCmd groups the benchmarks; `packing` replays the FGD study (ATC'23)
+// on the Alibaba openb trace with one placement policy.
+func benchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Run gpuadmit's benchmarks"}
+	cmd.AddCommand(benchPackingCmd())
+	return cmd
+}
+
+func benchPackingCmd() *cobra.Command {
+	s := packing.Study{Trace: "../shared/data/openb", Workload: "default", Policy: "fgd", Seed: 42}
+	var output string
+	cmd := &cobra.Command{
+		Use:   "packing --trace DIR --workload NAME --policy NAME --seed N -o json",
+		Short: "Pack a trace workload into the trace cluster with one policy and print allocation by arrived workload",
+		Long: "Pack a trace workload (inflated to 130% of GPU capacity, shuffled by --seed) into the trace's\n" +
+			"GPU cluster, pods arriving one by one and never leaving, and print one JSON object with the\n" +
+			"GPU allocated and unallocated (% of capacity) every 5% of arrived workload from 50% to 130%\n" +
+			"and the decision time per pod. Policies: random, dotprod, clustering, packing, bestfit, fgd.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "json" {
+				return fmt.Errorf("-o %q: only json is supported", output)
+			}
+			res, err := packing.RunStudy(s)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&s.Trace, "trace", s.Trace, "openb trace directory (relative to the working directory)")
+	f.StringVar(&s.Cluster, "cluster", packing.NodeFile, "node list in the trace directory")
+	f.StringVar(&s.Workload, "workload", s.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
+	f.StringVar(&s.Policy, "policy", s.Policy, "random, dotprod, clustering, packing, bestfit or fgd")
+	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the workload resampling and the policy (the study uses 42…51)")
+	f.StringVarP(&output, "output", "o", "json", "json (one object)")
+	return cmd
+}
