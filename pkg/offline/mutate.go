@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -134,29 +133,20 @@ func readObject(path, kind string, into any) error {
 	return nil
 }
 
-// documents counts the non-empty YAML documents in b.
+// documents counts the non-empty YAML documents in b, decoding them as
+// inventory.ReadNodes does; a comment-only document decodes to nothing.
 func documents(b []byte) int {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	n := 0
 	for {
-		doc, err := r.Read()
-		if err != nil {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
 			return n
 		}
-		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+		if len(doc) > 0 {
 			n++
 		}
 	}
-}
-
-func stripComments(doc []byte) []byte {
-	var out [][]byte
-	for _, line := range bytes.Split(doc, []byte("\n")) {
-		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && !bytes.Equal(t, []byte("---")) {
-			out = append(out, line)
-		}
-	}
-	return bytes.Join(out, []byte("\n"))
 }
 
 func toOutput(res mutate.Result) (Output, error) {
