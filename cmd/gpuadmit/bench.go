@@ -14,6 +14,7 @@ import (
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Run gpuadmit's benchmarks"}
 	cmd.AddCommand(benchPackingCmd())
+	cmd.AddCommand(benchStudyCmd())
 	return cmd
 }
 
