@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Installs the tools that render and check deploy/ — helm and kustomize — into
-# .bin/tools/ (git-ignored) with `go install`, each only if it is missing, and
-# prints that directory. deploy/render_test.go looks there (or in $GPUADMIT_TOOLS).
-# The first run builds both from source and takes a few minutes; later runs take
-# milliseconds. Versions can be overridden: HELM_VERSION=v3.x KUSTOMIZE_VERSION=v5.x.
+# Installs the tools that render and check deploy/ — helm and kustomize — and
+# opa, the OPA server bench/admission compares gpuadmit with, into .bin/tools/
+# (git-ignored) with `go install`, each only if it is missing, and prints that
+# directory. deploy/render_test.go and bench/admission look there (or in
+# $GPUADMIT_TOOLS). The first run builds them from source and takes a few
+# minutes; later runs take milliseconds. Versions can be overridden:
+# HELM_VERSION=v3.x KUSTOMIZE_VERSION=v5.x OPA_VERSION=v1.x.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 helm_version=${HELM_VERSION:-v3.22.0}
 kustomize_version=${KUSTOMIZE_VERSION:-v5.7.1}
+# The OPA release gpuadmit's policy engine is built with (go.mod).
+opa_version=${OPA_VERSION:-v1.22.2}
 out=${GPUADMIT_TOOLS:-$root/.bin/tools}
 mkdir -p "$out"
 
@@ -31,4 +35,5 @@ install helm "$helm_version" $h/cmd/helm "-X $h/internal/version.version=$helm_v
   -X $h/pkg/chartutil.k8sVersionMajor=1 -X $h/pkg/chartutil.k8sVersionMinor=${HELM_KUBE_MINOR:-37} \
   -X $h/pkg/lint/rules.k8sVersionMajor=1 -X $h/pkg/lint/rules.k8sVersionMinor=${HELM_KUBE_MINOR:-37}"
 install kustomize "$kustomize_version" sigs.k8s.io/kustomize/kustomize/v5
+install opa "$opa_version" github.com/open-policy-agent/opa
 echo "$out"
