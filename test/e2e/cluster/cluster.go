@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,10 @@ type Options struct {
 	Policies string
 	// LogDir receives each component's log and the kubeconfig; empty means a temp dir.
 	LogDir string
+	// Skip names components not to start (kube-scheduler, kube-controller-manager,
+	// kwok), e.g. for an admission benchmark where pods need not schedule and
+	// kwok's node heartbeats would only add load; nil starts them all.
+	Skip []string
 }
 
 // Cluster is a running control plane.
@@ -137,6 +142,9 @@ func (c *Cluster) startComponents() error {
 		{"kwok", append([]string{k, "--manage-all-nodes=true"}, kwokStages(c.opts.BinDir)...)},
 	}
 	for _, s := range steps {
+		if slices.Contains(c.opts.Skip, s.name) {
+			continue
+		}
 		p, err := startProc(filepath.Join(c.opts.BinDir, s.name), s.name, c.LogDir, s.args...)
 		if err != nil {
 			return fmt.Errorf("step %s: %w", s.name, err)
@@ -245,6 +253,14 @@ func (c *Cluster) StopWebhook() {
 	}
 	c.webhook.log.Close()
 	c.webhook = nil
+}
+
+// Serving is where gpuadmit's webhook listens and the serving certificate
+// the API server trusts (tls.crt and tls.key in certDir, signed by caPEM),
+// for other webhook servers that the API server should reach the same way.
+func (c *Cluster) Serving() (host string, port int, certDir string, caPEM []byte) {
+	wo := c.env.WebhookInstallOptions
+	return wo.LocalServingHost, wo.LocalServingPort, wo.LocalServingCertDir, wo.LocalServingCAData
 }
 
 // Readyz returns the webhook's readiness detail.
