@@ -46,6 +46,9 @@
 //   - BestFit: the least CPU and GPU left after placing, half weight each.
 //   - FGD: the node and GPU where the node's fragmentation grows the least,
 //     scored ⌊100·sigmoid(−Δ/1000)⌋.
+//   - gpuadmit: gpuadmit's own policy (allocator.Placer): the least growth
+//     of fragmentation over every kind of the workload with its memory, plus
+//     the GPU stranded for want of CPU, ties to the best fit (GPUAdmit).
 //
 // Whole GPUs are the node's first idle GPUs by index; a share goes on the
 // best-fit GPU except under Random and FGD. Where the artifact is silent or

@@ -38,9 +38,18 @@ func NewFGD(workload []Pod) *FGD {
 // model) in workload, keeps the most popular until they cover share of the
 // pods, and weighs each by its popularity among those kept.
 func TypicalTasks(workload []Pod, share float64) []allocator.FragTask {
+	return typicalTasks(workload, share, false)
+}
+
+// typicalTasks is TypicalTasks, with the kinds' memory when withMemory.
+func typicalTasks(workload []Pod, share float64, withMemory bool) []allocator.FragTask {
 	counts := map[allocator.FragTask]float64{}
 	for _, p := range workload {
-		counts[allocator.FragTask{MilliCPU: p.MilliCPU, GPUMilli: p.GPUMilli, GPUs: p.GPUs, Spec: p.Spec}]++
+		k := allocator.FragTask{MilliCPU: p.MilliCPU, GPUMilli: p.GPUMilli, GPUs: p.GPUs, Spec: p.Spec}
+		if withMemory {
+			k.MemoryMiB = p.MemoryMiB
+		}
+		counts[k]++
 	}
 	kinds := make([]allocator.FragTask, 0, len(counts))
 	for k, c := range counts {
@@ -69,6 +78,8 @@ func moreTypical(a, b allocator.FragTask) bool {
 		return a.Weight > b.Weight
 	case a.MilliCPU != b.MilliCPU:
 		return a.MilliCPU > b.MilliCPU
+	case a.MemoryMiB != b.MemoryMiB:
+		return a.MemoryMiB > b.MemoryMiB
 	case a.GPUMilli != b.GPUMilli:
 		return a.GPUMilli > b.GPUMilli
 	case a.GPUs != b.GPUs:

@@ -28,7 +28,7 @@ const (
 )
 
 // Policies lists the policy names NewPolicy knows, in the paper's order.
-var Policies = []string{"random", "dotprod", "clustering", "packing", "bestfit", "fgd"}
+var Policies = []string{"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "gpuadmit"}
 
 // NewPolicy returns the policy called name; FGD needs the target workload
 // to learn its distribution of requests.
@@ -46,6 +46,8 @@ func NewPolicy(name string, workload []Pod) (Policy, error) {
 		return BestFit{}, nil
 	case "fgd":
 		return NewFGD(workload), nil
+	case "gpuadmit":
+		return NewGPUAdmit(workload), nil
 	}
 	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Policies, ", "))
 }

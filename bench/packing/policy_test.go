@@ -41,6 +41,8 @@ func TestPolicyChoice(t *testing.T) {
 		"clustering: share beside shares":                  {policy: "clustering", pod: share, wantNode: "n1", wantGPUs: []int{1}},
 		"clustering: whole GPU beside whole GPUs":          {policy: "clustering", pod: whole, wantNode: "n2", wantGPUs: []int{1}},
 		"fgd: share fills the 300 hole":                    {policy: "fgd", pod: share, wantNode: "n1", wantGPUs: []int{1}},
+		"gpuadmit: share fills the 300 hole":               {policy: "gpuadmit", pod: share, wantNode: "n1", wantGPUs: []int{1}},
+		"gpuadmit: two GPUs only fit the idle node":        {policy: "gpuadmit", pod: double, wantNode: "n0", wantGPUs: []int{0, 1}},
 		"only the idle node holds two GPUs":                {policy: "random", pod: double, wantNode: "n0", wantGPUs: []int{0, 1}},
 	}
 	for name, tc := range tests {

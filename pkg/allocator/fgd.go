@@ -6,25 +6,28 @@ import "strings"
 // fragmentation model: a task asks for GPUMilli per GPU, 1000 being a whole GPU.
 const MilliPerGPU = 1000
 
-// FragNode is what fragmentation reads of a node: the CPU left and the
-// milli-GPU left on each GPU, and the GPU model. Memory is not part of it,
-// as in FGD (Weng et al., ATC'23, §4).
+// FragNode is what fragmentation reads of a node: the CPU and memory left,
+// the milli-GPU left on each GPU, and the GPU model. FGD (Weng et al.,
+// ATC'23, §4) reads no memory; memory counts only for tasks that ask for it.
 type FragNode struct {
-	MilliCPULeft int64
-	GPUMilliLeft []int64
-	Model        string
+	MilliCPULeft  int64
+	MemoryMiBLeft int64
+	GPUMilliLeft  []int64
+	Model         string
 }
 
 // FragTask is one kind of task of the target workload and its weight
 // (popularity, summing to 1 over the workload). GPUMilli is per GPU: a
 // sharing task has GPUs 1 and GPUMilli < 1000; a task without GPU has 0.
 // Spec lists the GPU models the task accepts, separated by '|'; empty accepts any.
+// MemoryMiB 0 means the kind's memory is not considered (FGD's model).
 type FragTask struct {
-	MilliCPU int64
-	GPUMilli int64
-	GPUs     int
-	Spec     string
-	Weight   float64
+	MilliCPU  int64
+	MemoryMiB int64
+	GPUMilli  int64
+	GPUs      int
+	Spec      string
+	Weight    float64
 }
 
 // Fragmentation is FGD's expected fragmentation of a node over the target
@@ -43,16 +46,17 @@ func Fragmentation(n FragNode, tasks []FragTask) float64 {
 }
 
 // TaskFragment is the milli-GPU idle on n that task t cannot use. When t
-// cannot run on n at all (no GPU asked, model refused, CPU short, or too few
-// GPUs with enough left), every idle GPU share is a fragment; otherwise only
-// the GPUs with less left than t asks per GPU are.
+// cannot run on n at all (no GPU asked, model refused, CPU or memory short,
+// or too few GPUs with enough left), every idle GPU share is a fragment;
+// otherwise only the GPUs with less left than t asks per GPU are.
 func TaskFragment(n FragNode, t FragTask) int64 {
 	return taskFragment(n, t, sum(n.GPUMilliLeft))
 }
 
 func taskFragment(n FragNode, t FragTask, left int64) int64 {
 	if t.GPUMilli == 0 || !ModelAllowed(t.Spec, n.Model) ||
-		n.MilliCPULeft < t.MilliCPU || !gpusFit(n.GPUMilliLeft, t.GPUMilli, t.GPUs) {
+		n.MilliCPULeft < t.MilliCPU || n.MemoryMiBLeft < t.MemoryMiB ||
+		!gpusFit(n.GPUMilliLeft, t.GPUMilli, t.GPUs) {
 		return left
 	}
 	var frag int64

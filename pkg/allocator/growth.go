@@ -1,0 +1,150 @@
+package allocator
+
+import "slices"
+
+// FragMemo computes Fragmentation over one target workload's task kinds and
+// remembers it by node state: nodes of one shape in one state (idle nodes
+// of a pool, say) cost one computation, not one each. It is not safe for
+// concurrent use.
+type FragMemo struct {
+	tasks []FragTask
+	memo  map[fragKey]float64
+}
+
+// maxGPUsPerNode bounds the GPUs a memoized state holds; larger nodes are
+// computed every time.
+const maxGPUsPerNode = 16
+
+// memoLimit bounds the memo; it starts over when full.
+const memoLimit = 1 << 20
+
+// fragKey is a node state up to the order of its GPUs, which fragmentation
+// does not depend on.
+type fragKey struct {
+	cpu, mem int64
+	n        int
+	left     [maxGPUsPerNode]int64
+	model    string
+}
+
+// NewFragMemo returns a memo for the task kinds tasks.
+func NewFragMemo(tasks []FragTask) *FragMemo {
+	return &FragMemo{tasks: tasks, memo: map[fragKey]float64{}}
+}
+
+// Tasks returns the task kinds the memo computes fragmentation over.
+func (m *FragMemo) Tasks() []FragTask { return m.tasks }
+
+// Fragmentation is Fragmentation(n, m.Tasks()).
+func (m *FragMemo) Fragmentation(n FragNode) float64 {
+	if len(n.GPUMilliLeft) > maxGPUsPerNode {
+		return Fragmentation(n, m.tasks)
+	}
+	k := fragKey{cpu: n.MilliCPULeft, mem: n.MemoryMiBLeft, n: len(n.GPUMilliLeft), model: n.Model}
+	copy(k.left[:], n.GPUMilliLeft)
+	slices.Sort(k.left[:k.n])
+	if f, ok := m.memo[k]; ok {
+		return f
+	}
+	if len(m.memo) >= memoLimit {
+		clear(m.memo)
+	}
+	f := Fragmentation(n, m.tasks)
+	m.memo[k] = f
+	return f
+}
+
+// Growth is how much placing task req on n grows n's fragmentation, in
+// milli-GPU (negative when it shrinks), with the GPUs req gets: whole GPUs
+// are n's first idle GPUs by index; a share goes on the GPU where the growth
+// is least, ties going to the GPU with least left (best fit). before is n's
+// current fragmentation (m.Fragmentation(n)), passed in so callers may cache
+// it. ok is false when req does not fit n's GPUs.
+func (m *FragMemo) Growth(n FragNode, before float64, req FragTask) (growth float64, gpus []int, ok bool) {
+	after := FragNode{MilliCPULeft: n.MilliCPULeft - req.MilliCPU, MemoryMiBLeft: n.MemoryMiBLeft - req.MemoryMiB,
+		GPUMilliLeft: slices.Clone(n.GPUMilliLeft), Model: n.Model}
+	if req.GPUs == 0 {
+		return m.Fragmentation(after) - before, nil, true
+	}
+	if req.GPUs > 1 || req.GPUMilli >= MilliPerGPU {
+		for i, left := range n.GPUMilliLeft {
+			if len(gpus) == req.GPUs {
+				break
+			}
+			if left >= MilliPerGPU {
+				gpus = append(gpus, i)
+				after.GPUMilliLeft[i] -= req.GPUMilli
+			}
+		}
+		if len(gpus) < req.GPUs {
+			return 0, nil, false
+		}
+		return m.Fragmentation(after) - before, gpus, true
+	}
+	best := -1
+	for i, left := range n.GPUMilliLeft {
+		// GPUs with as much left give the same state: try the first only.
+		if left < req.GPUMilli || slices.Contains(n.GPUMilliLeft[:i], left) {
+			continue
+		}
+		after.GPUMilliLeft[i] -= req.GPUMilli
+		g := m.Fragmentation(after) - before
+		after.GPUMilliLeft[i] += req.GPUMilli
+		if best < 0 || g < growth || (g == growth && left < n.GPUMilliLeft[best]) {
+			best, growth = i, g
+		}
+	}
+	if best < 0 {
+		return 0, nil, false
+	}
+	return growth, []int{best}, true
+}
+
+// strandWeight weighs Placer's stranding term against fragmentation growth
+// (both in milli-GPU). Chosen on the openb default trace, seeds 42–44; see
+// docs/benchmarks.md.
+const strandWeight = 0.3
+
+// Placer is gpuadmit's placement cost: the growth of the node's expected
+// fragmentation (FragMemo.Growth) plus the growth of the GPU it strands for
+// want of CPU, weighted by strandWeight. A node strands the idle GPU its CPU
+// left cannot feed at the workload's CPU per GPU: FGD's fragmentation only
+// sees CPU once a kind no longer fits, one pod too late.
+type Placer struct {
+	*FragMemo
+	// CPUPerGPU is the workload's milli-CPU per whole GPU asked for,
+	// CPU-only kinds included (their CPU competes for the same nodes).
+	CPUPerGPU float64
+}
+
+// NewPlacer returns the placement cost over the task kinds tasks.
+func NewPlacer(tasks []FragTask) *Placer {
+	var cpu, gpu float64
+	for _, t := range tasks {
+		cpu += t.Weight * float64(t.MilliCPU)
+		gpu += t.Weight * float64(t.GPUMilli*int64(t.GPUs)) / MilliPerGPU
+	}
+	p := &Placer{FragMemo: NewFragMemo(tasks)}
+	if gpu > 0 {
+		p.CPUPerGPU = cpu / gpu
+	}
+	return p
+}
+
+// Cost is the cost of placing req on n, lower is better, and the GPUs req
+// gets (see FragMemo.Growth); before is m.Fragmentation(n). ok is false
+// when req does not fit n's GPUs.
+func (p *Placer) Cost(n FragNode, before float64, req FragTask) (cost float64, gpus []int, ok bool) {
+	cost, gpus, ok = p.Growth(n, before, req)
+	if !ok || p.CPUPerGPU <= 0 {
+		return cost, gpus, ok
+	}
+	idle := float64(sum(n.GPUMilliLeft))
+	after := p.stranded(n.MilliCPULeft-req.MilliCPU, idle-float64(req.GPUMilli*int64(req.GPUs)))
+	return cost + strandWeight*(after-p.stranded(n.MilliCPULeft, idle)), gpus, true
+}
+
+// stranded is the milli-GPU of idle that cpu milli-CPU cannot feed.
+func (p *Placer) stranded(cpu int64, idle float64) float64 {
+	return max(0, idle-MilliPerGPU*float64(cpu)/p.CPUPerGPU)
+}

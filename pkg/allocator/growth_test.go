@@ -1,0 +1,83 @@
+package allocator
+
+import (
+	"slices"
+	"testing"
+)
+
+var growthTasks = []FragTask{
+	{MilliCPU: 2000, MemoryMiB: 8192, GPUMilli: 500, GPUs: 1, Weight: 0.5},
+	{MilliCPU: 4000, GPUMilli: 1000, GPUs: 1, Weight: 0.5},
+}
+
+func TestFragMemoMatchesFragmentation(t *testing.T) {
+	m := NewFragMemo(growthTasks)
+	for _, n := range []FragNode{
+		{MilliCPULeft: 8000, MemoryMiBLeft: 16384, GPUMilliLeft: []int64{1000, 300}},
+		{MilliCPULeft: 8000, MemoryMiBLeft: 16384, GPUMilliLeft: []int64{300, 1000}}, // same state, GPUs swapped
+		{MilliCPULeft: 8000, MemoryMiBLeft: 4096, GPUMilliLeft: []int64{1000, 600}},  // too little memory for the share kind
+		{MilliCPULeft: 1000, MemoryMiBLeft: 16384, GPUMilliLeft: []int64{1000, 600}},
+	} {
+		want := Fragmentation(n, growthTasks)
+		if got := m.Fragmentation(n); got != want {
+			t.Errorf("%+v: memo %v, Fragmentation %v", n, got, want)
+		}
+		if got := m.Fragmentation(n); got != want {
+			t.Errorf("%+v: second (memoized) call %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestTaskFragmentMemory(t *testing.T) {
+	n := FragNode{MilliCPULeft: 8000, MemoryMiBLeft: 4096, GPUMilliLeft: []int64{1000, 600}}
+	if got := TaskFragment(n, growthTasks[0]); got != 1600 {
+		t.Errorf("share kind asking 8 GiB on a node with 4 GiB left: fragment %d, want all 1600 idle", got)
+	}
+	if got := TaskFragment(n, growthTasks[1]); got != 600 {
+		t.Errorf("kind asking no memory: fragment %d, want the 600 hole only", got)
+	}
+}
+
+func TestGrowthChoosesLeastFragmentingGPU(t *testing.T) {
+	m := NewFragMemo(growthTasks)
+	n := FragNode{MilliCPULeft: 16000, MemoryMiBLeft: 65536, GPUMilliLeft: []int64{1000, 500, 700}}
+	before := m.Fragmentation(n)
+	// A 500 share on GPU 1 (500 left) leaves no hole; on GPU 2 it leaves
+	// a 200 hole; on GPU 0 it breaks an idle GPU.
+	g, gpus, ok := m.Growth(n, before, FragTask{MilliCPU: 1000, MemoryMiB: 1024, GPUMilli: 500, GPUs: 1})
+	if !ok || !slices.Equal(gpus, []int{1}) {
+		t.Fatalf("Growth = %v, %v, %v; want GPU 1", g, gpus, ok)
+	}
+	if g >= 0 {
+		t.Errorf("filling the 500 hole exactly should shrink fragmentation, growth %v", g)
+	}
+	if _, _, ok := m.Growth(n, before, FragTask{GPUMilli: 1000, GPUs: 2}); ok {
+		t.Error("two whole GPUs on a node with one idle GPU: want ok false")
+	}
+	g, gpus, ok = m.Growth(n, before, FragTask{MilliCPU: 4000, GPUMilli: 1000, GPUs: 1})
+	if !ok || !slices.Equal(gpus, []int{0}) {
+		t.Errorf("whole GPU: got %v, %v, want the idle GPU 0", gpus, ok)
+	}
+	_ = g
+}
+
+func TestPlacerCountsStrandedGPU(t *testing.T) {
+	p := NewPlacer(growthTasks)
+	// Kinds ask 0.5·2000+0.5·4000 = 3000 mCPU per 0.5·500+0.5·1000 = 750 mGPU: 4000 mCPU per GPU.
+	if p.CPUPerGPU != 4000 {
+		t.Fatalf("CPUPerGPU = %v, want 4000", p.CPUPerGPU)
+	}
+	// Two nodes alike but for CPU: on the one with 8 CPUs for 2 idle GPUs a
+	// CPU-only pod of 4 CPUs strands a GPU; on the one with 16 CPUs it does not.
+	tight := FragNode{MilliCPULeft: 8000, MemoryMiBLeft: 65536, GPUMilliLeft: []int64{1000, 1000}}
+	roomy := FragNode{MilliCPULeft: 16000, MemoryMiBLeft: 65536, GPUMilliLeft: []int64{1000, 1000}}
+	cpuOnly := FragTask{MilliCPU: 4000}
+	ct, _, _ := p.Cost(tight, p.Fragmentation(tight), cpuOnly)
+	cr, _, _ := p.Cost(roomy, p.Fragmentation(roomy), cpuOnly)
+	if ct <= cr {
+		t.Errorf("cost on the CPU-tight node %v should exceed the roomy node's %v", ct, cr)
+	}
+	if _, _, ok := p.Cost(tight, 0, FragTask{GPUMilli: 1000, GPUs: 3}); ok {
+		t.Error("three GPUs on a two-GPU node: want ok false")
+	}
+}
