@@ -1,0 +1,125 @@
+package admission
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
+
+// cpuReading is CPU time used so far, in seconds: by this process and each
+// of its children by command name (kube-apiserver, etcd, opa, …), and by the
+// whole machine (busy time of all CPUs, every process of every user).
+type cpuReading struct {
+	at      time.Time
+	procs   map[string]float64
+	machine float64
+}
+
+// readCPU reads /proc. This process holds the clients, gpuadmit's webhook
+// and the no-op webhook; its name is reported as "bench".
+func readCPU() cpuReading {
+	r := cpuReading{at: time.Now(), procs: map[string]float64{}, machine: machineBusy()}
+	self := os.Getpid()
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		name, pid, ppid, cpu, ok := parseStat(string(b))
+		switch {
+		case !ok:
+		case pid == self:
+			r.procs["bench"] += cpu
+		case ppid == self:
+			r.procs[name] += cpu
+		}
+	}
+	return r
+}
+
+// parseStat reads comm, pid, ppid and utime+stime (seconds) from /proc/<pid>/stat.
+func parseStat(s string) (string, int, int, float64, bool) {
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return "", 0, 0, 0, false
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(s[:open]))
+	f := strings.Fields(s[closing+1:])
+	if len(f) < 13 {
+		return "", 0, 0, 0, false
+	}
+	// After comm: state(0) ppid(1) … utime(11) stime(12).
+	ppid, _ := strconv.Atoi(f[1])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return s[open+1 : closing], pid, ppid, (ut + st) / clockTicks, true
+}
+
+// machineBusy is the busy CPU time of all CPUs from /proc/stat, in seconds.
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy float64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy / clockTicks
+}
+
+// CPUUse is where CPU time went during a result's rounds.
+type CPUUse struct {
+	// MsPerPod is CPU milliseconds per created pod by process: bench (this
+	// process: the clients, gpuadmit's and the no-op webhook), kube-apiserver,
+	// etcd, opa, kube-controller-manager.
+	MsPerPod map[string]float64 `json:"msPerPod"`
+	// OtherCores is the average number of CPUs busy with everything else on
+	// the machine (other users' work): the background noise.
+	OtherCores float64 `json:"otherCores"`
+	// Seconds is the wall time the readings span.
+	Seconds float64 `json:"seconds"`
+
+	procs   map[string]float64
+	machine float64
+}
+
+// add accumulates the CPU time between two readings.
+func (u *CPUUse) add(before, after cpuReading) {
+	if u.procs == nil {
+		u.procs = map[string]float64{}
+	}
+	var ours float64
+	for name, t := range after.procs {
+		d := t - before.procs[name]
+		u.procs[name] += d
+		ours += d
+	}
+	u.machine += after.machine - before.machine - ours
+	u.Seconds += after.at.Sub(before.at).Seconds()
+}
+
+func (u *CPUUse) summarise(pods int) {
+	u.MsPerPod = map[string]float64{}
+	for name, t := range u.procs {
+		if t > 0 {
+			u.MsPerPod[name] = round2(1000 * t / float64(max(pods, 1)))
+		}
+	}
+	if u.Seconds > 0 {
+		u.OtherCores = round2(max(u.machine, 0) / u.Seconds)
+	}
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }

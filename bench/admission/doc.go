@@ -1,0 +1,22 @@
+// Package admission measures what a mutating admission webhook costs pod
+// creation on a real control plane (issue 7): kube-apiserver and etcd from
+// package cluster, 1,000 fake GPU nodes, and pods created from N concurrent
+// clients, each Create timed end to end on the client. Four configurations
+// are compared by registering one MutatingWebhookConfiguration at a time,
+// identical but for the server it calls:
+//
+//   - none: no webhook, the floor;
+//   - noop: a controller-runtime webhook.Server with gpuadmit's TLS setup
+//     whose handler decodes the pod and allows it unchanged;
+//   - gpuadmit: gpuadmit's webhook with the embedded default policies;
+//   - opa: `opa run --server` with TLS and the Rego policy in opa/, which
+//     answers with the AdmissionReview and a JSON patch equivalent to
+//     gpuadmit's for the benchmark's pods (the kube-mgmt way, with the pools
+//     pushed into OPA's data).
+//
+// Besides the client latencies it reads the API server's
+// apiserver_admission_webhook_admission_duration_seconds and the webhook
+// servers' own histograms before and after every run. Run writes
+// results.json and a PNG; it is a benchmark, so it reports and never fails
+// on a number. `gpuadmit bench admission` runs it.
+package admission

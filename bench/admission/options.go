@@ -1,0 +1,143 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Options configure Run. The zero value runs the full study from inside the
+// repository: levels 10, 50 and 200, 3,000 pods per configuration and level
+// in three rounds, 1,000 nodes, all four configurations.
+type Options struct {
+	// Levels are the numbers of concurrent clients; nil means 10, 50, 200.
+	Levels []int
+	// Pods is how many pods each configuration creates at each level, over
+	// all rounds; zero means 3000.
+	Pods int
+	// Rounds splits those pods into rounds; within a round every
+	// configuration runs once, in an order that rotates from round to round
+	// and level to level, so background load falls on all alike. Zero means 3.
+	Rounds int
+	// Nodes is the number of fake GPU nodes; zero means 1000.
+	Nodes int
+	// Configs are the configurations to compare (none, noop, gpuadmit, opa); nil means all four.
+	Configs []string
+	// Root is the repository root (deploy/base is installed from it); empty
+	// means the directory holding go.mod, searched upwards from the working directory.
+	Root string
+	// BinDir holds the control-plane binaries hack/e2e-binaries.sh builds;
+	// empty means $GPUADMIT_E2E_BIN, else <Root>/test/e2e/.bin/v1.37.0.
+	BinDir string
+	// OPA is the opa binary; empty means $GPUADMIT_TOOLS/opa, else
+	// <Root>/.bin/tools/opa (hack/tools.sh installs it there), else opa on $PATH.
+	OPA string
+	// LogDir keeps the components' logs; empty means a temporary directory,
+	// removed when the run succeeds.
+	LogDir string
+	// ProfileDir, when set, receives a CPU profile of this process (the
+	// clients, gpuadmit's and the no-op webhook) for every measured round,
+	// cpu-<config>-<level>-r<round>.pprof; empty profiles nothing.
+	ProfileDir string
+	// Progress receives a line per step and run; nil means none.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if len(o.Levels) == 0 {
+		o.Levels = []int{10, 50, 200}
+	}
+	if o.Pods <= 0 {
+		o.Pods = 3000
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	o.Rounds = min(o.Rounds, o.Pods)
+	if o.Nodes <= 0 {
+		o.Nodes = 1000
+	}
+	if len(o.Configs) == 0 {
+		o.Configs = slices.Clone(Configurations)
+	}
+	for _, c := range o.Configs {
+		if !slices.Contains(Configurations, c) {
+			return fmt.Errorf("configuration %q: want one of %s", c, strings.Join(Configurations, ", "))
+		}
+	}
+	for _, l := range o.Levels {
+		if l <= 0 {
+			return fmt.Errorf("level %d: want a positive number of clients", l)
+		}
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Root == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		o.Root = root
+	}
+	if o.BinDir == "" {
+		o.BinDir = os.Getenv("GPUADMIT_E2E_BIN")
+	}
+	if o.BinDir == "" {
+		o.BinDir = filepath.Join(o.Root, "test/e2e/.bin/v1.37.0")
+	}
+	if _, err := os.Stat(filepath.Join(o.BinDir, "kube-apiserver")); err != nil {
+		return fmt.Errorf("control-plane binaries missing in %s (run hack/e2e-binaries.sh): %w", o.BinDir, err)
+	}
+	if o.OPA == "" && slices.Contains(o.Configs, OPA) {
+		o.OPA = FindOPA(o.Root)
+		if o.OPA == "" {
+			return errors.New("opa binary not found in $GPUADMIT_TOOLS, .bin/tools or $PATH (run hack/tools.sh)")
+		}
+	}
+	return nil
+}
+
+// FindOPA returns the opa binary hack/tools.sh installs, or opa on $PATH, or "".
+func FindOPA(root string) string {
+	dir := os.Getenv("GPUADMIT_TOOLS")
+	if dir == "" {
+		dir = filepath.Join(root, ".bin/tools")
+	}
+	if p := filepath.Join(dir, "opa"); isExecutable(p) {
+		return p
+	}
+	if p, err := exec.LookPath("opa"); err == nil {
+		return p
+	}
+	return ""
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// moduleRoot finds gpuadmit's go.mod upwards from the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/gpuadmit/gpuadmit\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside gpuadmit's repository; set the repository root")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,96 @@
+package admission
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// palette colours the configurations alike in every panel.
+var palette = map[string]color.Color{
+	None:     color.RGBA{R: 150, G: 150, B: 150, A: 255},
+	Noop:     color.RGBA{R: 86, G: 180, B: 233, A: 255},
+	Gpuadmit: color.RGBA{R: 0, G: 114, B: 178, A: 255},
+	OPA:      color.RGBA{R: 230, G: 159, B: 0, A: 255},
+}
+
+// WritePlot draws the client p50 and p99 Create latency by level, a bar per
+// configuration, into a PNG at path.
+func (r *Report) WritePlot(path string) error {
+	panels := []struct {
+		title string
+		value func(Latency) float64
+	}{
+		{"p50", func(l Latency) float64 { return l.P50Ms }},
+		{"p99", func(l Latency) float64 { return l.P99Ms }},
+	}
+	const w, h = 12 * vg.Inch, 4.5 * vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	for i, panel := range panels {
+		p, err := r.barPlot("pod Create latency, "+panel.title, panel.value)
+		if err != nil {
+			return err
+		}
+		p.Draw(tiles.At(dc, i, 0))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func (r *Report) barPlot(title string, value func(Latency) float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = "ms (client, end to end)"
+	p.X.Label.Text = "concurrent clients"
+	p.Legend.Top, p.Legend.Left = true, true
+	width := vg.Points(14)
+	configs := r.Settings.Configs
+	for i, cfg := range configs {
+		vals := make(plotter.Values, len(r.Settings.Levels))
+		for j, level := range r.Settings.Levels {
+			if res := r.result(cfg, level); res != nil {
+				vals[j] = value(res.Latency)
+			}
+		}
+		bars, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.LineStyle.Width = 0
+		bars.Color = palette[cfg]
+		bars.Offset = width * vg.Length(float64(i)-float64(len(configs)-1)/2)
+		p.Add(bars)
+		p.Legend.Add(cfg, bars)
+	}
+	names := make([]string, len(r.Settings.Levels))
+	for j, level := range r.Settings.Levels {
+		names[j] = fmt.Sprint(level)
+	}
+	p.NominalX(names...)
+	p.Y.Min = 0
+	return p, nil
+}
+
+func (r *Report) result(config string, level int) *Result {
+	for i := range r.Results {
+		if r.Results[i].Config == config && r.Results[i].Level == level {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,370 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
+)
+
+// Namespace holds the benchmark's pods; it has no labels.
+const Namespace = "bench"
+
+// bench is a run in progress.
+type bench struct {
+	opts    Options
+	cl      *cluster.Cluster
+	cs      kubernetes.Interface
+	opa     *opaServer
+	hooks   *webhooks
+	scr     scraper
+	clients []kubernetes.Interface
+	nodes   []corev1.Node
+}
+
+// Run starts the control plane, measures every configuration at every
+// level and returns the report. It fails on a broken setup, never on a
+// number: errors of individual Creates are counted in the results.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now().UTC(), Machine: machine(), Versions: versions(opts), Settings: Settings{
+		Levels: opts.Levels, PodsPerLevel: opts.Pods / opts.Rounds * opts.Rounds, Rounds: opts.Rounds,
+		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: len(shapes),
+	}}
+	logDir, cleanup, err := logDirOf(opts.LogDir)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{opts: opts}
+	defer b.stop()
+	if err := b.start(ctx, logDir); err != nil {
+		return nil, fmt.Errorf("%w (logs in %s)", err, logDir)
+	}
+	if err := b.measure(ctx, rep); err != nil {
+		return nil, fmt.Errorf("%w (logs in %s)", err, logDir)
+	}
+	rep.Finished, rep.Machine.LoadAfter = time.Now().UTC(), loadavg()
+	cleanup()
+	return rep, nil
+}
+
+func logDirOf(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	dir, err := os.MkdirTemp("", "gpuadmit-bench-admission-")
+	return dir, func() { os.RemoveAll(dir) }, err
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.opts.Progress, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// start brings up the control plane (without scheduler and kwok: pods need
+// not run, and neither should compete for the CPUs), the nodes, the no-op
+// server and OPA.
+func (b *bench) start(ctx context.Context, logDir string) error {
+	b.progress("starting the control plane (logs in %s)", logDir)
+	cl, err := cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
+		Skip: []string{"kube-scheduler", "kwok"}})
+	if err != nil {
+		return err
+	}
+	b.cl = cl
+	if b.cs, err = kubernetes.NewForConfig(cl.Config); err != nil {
+		return err
+	}
+	if err := b.setup(ctx); err != nil {
+		return fmt.Errorf("step setup: %w", err)
+	}
+	host, gpuadmitPort, certDir, ca := cl.Serving()
+	urls := map[string]string{Gpuadmit: fmt.Sprintf("https://%s/mutate-v1-pod", net.JoinHostPort(host, strconv.Itoa(gpuadmitPort)))}
+	if slices.Contains(b.opts.Configs, Noop) {
+		port, err := freePort(host)
+		if err != nil {
+			return err
+		}
+		if _, err := startNoop(ctx, host, port, certDir); err != nil {
+			return fmt.Errorf("step no-op webhook: %w", err)
+		}
+		urls[Noop] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), NoopPath)
+	}
+	if slices.Contains(b.opts.Configs, OPA) {
+		if err := b.startOPA(ctx, host, certDir, ca, logDir, urls); err != nil {
+			return fmt.Errorf("step opa: %w", err)
+		}
+	}
+	b.scr = scraper{cs: b.cs, opa: b.opa}
+	b.hooks = &webhooks{cs: b.cs, urls: urls, calls: b.scr.calls, probe: func(ctx context.Context) error {
+		_, err := createOne(ctx, b.cs, Namespace, "probe", 0, true)
+		return err
+	}}
+	if err := b.hooks.takeTemplate(ctx, "gpuadmit"); err != nil {
+		return err
+	}
+	if b.clients, err = newClients(cl.Config, slices.Max(b.opts.Levels)); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (b *bench) startOPA(ctx context.Context, host, certDir string, ca []byte, logDir string, urls map[string]string) error {
+	port, err := freePort(host)
+	if err != nil {
+		return err
+	}
+	if b.opa, err = startOPA(b.opts.OPA, host, port, certDir, ca, logDir); err != nil {
+		return err
+	}
+	ns := corev1.Namespace{}
+	ns.Name = Namespace
+	data, err := ClusterData(b.nodes, []corev1.Namespace{ns})
+	if err != nil {
+		return err
+	}
+	if err := b.opa.put(ctx, "cluster", data); err != nil {
+		return err
+	}
+	urls[OPA] = b.opa.base + OPAPath
+	return nil
+}
+
+// setup creates the PriorityClasses the default policies name, the
+// benchmark namespace with its default ServiceAccount, and the nodes.
+func (b *bench) setup(ctx context.Context) error {
+	if err := b.cl.Apply(ctx, filepath.Join(b.opts.Root, "deploy/base/priorityclasses.yaml")); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{}
+	ns.Name = Namespace
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{}
+	sa.Name, sa.Namespace = "default", Namespace
+	if _, err := b.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	b.nodes = Nodes(b.opts.Nodes)
+	b.progress("adding %d GPU nodes", len(b.nodes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i := range b.nodes {
+		g.Go(func() error { return b.cl.AddNode(gctx, b.nodes[i].DeepCopy()) })
+	}
+	return g.Wait()
+}
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (b *bench) stop() {
+	if b.opa != nil {
+		b.opa.stop()
+	}
+	if b.cl != nil {
+		b.cl.Stop()
+	}
+}
+
+// measure compares gpuadmit's and OPA's mutations, then runs every
+// configuration at every level, round by round.
+func (b *bench) measure(ctx context.Context, rep *Report) error {
+	var err error
+	if rep.Equivalence, err = b.equivalence(ctx); err != nil {
+		return err
+	}
+	perRound := b.opts.Pods / b.opts.Rounds
+	for li, level := range b.opts.Levels {
+		results := map[string]*Result{}
+		for _, c := range b.opts.Configs {
+			results[c] = &Result{Config: c, Level: level}
+		}
+		for round := range b.opts.Rounds {
+			for _, c := range rotate(b.opts.Configs, round+li) {
+				rep.Settings.Sequence = append(rep.Settings.Sequence, fmt.Sprintf("%d/%d/%s", level, round, c))
+				if err := b.runOne(ctx, results[c], round, perRound); err != nil {
+					return fmt.Errorf("%s at %d clients, round %d: %w", c, level, round, err)
+				}
+			}
+		}
+		for _, c := range b.opts.Configs {
+			results[c].summarise()
+			rep.Results = append(rep.Results, *results[c])
+		}
+	}
+	return nil
+}
+
+func rotate(s []string, n int) []string {
+	n %= len(s)
+	return append(slices.Clone(s[n:]), s[:n]...)
+}
+
+// runOne registers the configuration, warms up with dry-run creates,
+// measures one round between two metric snapshots, unregisters, and clears
+// the pods (and gpuadmit's Events) away so every round starts alike.
+func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error {
+	if err := b.hooks.register(ctx, res.Config); err != nil {
+		return err
+	}
+	clients := b.clients[:res.Level]
+	load{namespace: Namespace, prefix: "warmup", pods: 2 * res.Level, clients: clients, dryRun: true}.run(ctx)
+	before, err := b.scr.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := b.profile(res, round)
+	if err != nil {
+		return err
+	}
+	cpuBefore := readCPU()
+	out := load{namespace: Namespace, prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
+		first: round * pods, pods: pods, clients: clients}.run(ctx)
+	res.CPU.add(cpuBefore, readCPU())
+	stopProfile()
+	after, err := b.scr.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	res.addDelta(before, after)
+	res.samples = append(res.samples, out.latencies...)
+	res.Pods += pods
+	res.Errors += len(out.errors)
+	for _, e := range out.errors {
+		if len(res.ErrorLines) < 5 {
+			res.ErrorLines = append(res.ErrorLines, e)
+		}
+	}
+	res.Mutated += out.mutated
+	res.Seconds += out.wall.Seconds()
+	lat := latencyOf(out.latencies)
+	res.Rounds = append(res.Rounds, Round{Round: round, Pods: pods, Errors: len(out.errors), Seconds: out.wall.Seconds(),
+		Throughput: float64(len(out.latencies)) / out.wall.Seconds(), P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, Load: loadavg()})
+	b.progress("%-8s %3d clients round %d: %d pods, %d errors, %.0f pods/s, p50 %.1f ms, p99 %.1f ms (load %s)",
+		res.Config, res.Level, round, pods, len(out.errors), float64(len(out.latencies))/out.wall.Seconds(), lat.P50Ms, lat.P99Ms, loadavg())
+	if err := b.hooks.unregister(ctx, res.Config); err != nil {
+		return err
+	}
+	return b.clear(ctx)
+}
+
+// profile starts a CPU profile of the round when Options.ProfileDir asks for one.
+func (b *bench) profile(res *Result, round int) (func(), error) {
+	if b.opts.ProfileDir == "" {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(b.opts.ProfileDir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(b.opts.ProfileDir, fmt.Sprintf("cpu-%s-%d-r%d.pprof", res.Config, res.Level, round)))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// clear deletes the round's pods and, once gpuadmit's Events stop arriving, the Events.
+func (b *bench) clear(ctx context.Context) error {
+	pods := b.cs.CoreV1().Pods(Namespace)
+	zero := int64(0)
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods: %w", err)
+	}
+	if err := until(ctx, time.Minute, func() (bool, error) {
+		l, err := pods.List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil && len(l.Items) == 0, err
+	}); err != nil {
+		return fmt.Errorf("pods not gone: %w", err)
+	}
+	events := b.cs.CoreV1().Events(Namespace)
+	last := -1
+	if err := until(ctx, time.Minute, func() (bool, error) {
+		l, err := events.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err
+		}
+		settled := len(l.Items) == last
+		last = len(l.Items)
+		return settled, nil
+	}); err != nil {
+		return fmt.Errorf("events still arriving: %w", err)
+	}
+	return events.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+}
+
+// until polls cond every half second until it holds, fails, or timeout passes.
+func until(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("timed out")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// equivalence dry-runs every pod shape under gpuadmit and under OPA and compares the mutations.
+func (b *bench) equivalence(ctx context.Context) ([]Equivalence, error) {
+	if !slices.Contains(b.opts.Configs, Gpuadmit) || !slices.Contains(b.opts.Configs, OPA) {
+		return nil, nil
+	}
+	got := map[string][]Mutation{}
+	for _, c := range []string{Gpuadmit, OPA} {
+		if err := b.hooks.register(ctx, c); err != nil {
+			return nil, err
+		}
+		for i := range shapes {
+			p, err := createOne(ctx, b.cs, Namespace, fmt.Sprintf("shape-%02d", i), i, true)
+			if err != nil {
+				return nil, fmt.Errorf("%s, pod shape %d: %w", c, i, err)
+			}
+			got[c] = append(got[c], MutationOf(p))
+		}
+		if err := b.hooks.unregister(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Equivalence, len(shapes))
+	for i := range shapes {
+		out[i] = Equivalence{Pod: shapes[i].String(), Gpuadmit: got[Gpuadmit][i], OPA: got[OPA][i], Diff: got[Gpuadmit][i].Diff(got[OPA][i])}
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// serverMetric is one histogram a webhook server keeps of its own.
+type serverMetric struct {
+	source string // local (this process's registry) or opa
+	name   string
+	match  map[string]string
+}
+
+// serverMetrics are, by configuration, the histograms its server keeps:
+// gpuadmit's review and policy evaluation time, controller-runtime's handler
+// latency (a native histogram, about 10% resolution) for gpuadmit and the
+// no-op webhook alike, and OPA's request duration for the v0 data API.
+var serverMetrics = map[string][]serverMetric{
+	Gpuadmit: {
+		{"local", "gpuadmit_webhook_review_duration_seconds", map[string]string{"webhook": "mutate"}},
+		{"local", "gpuadmit_policy_evaluation_duration_seconds", nil},
+		{"local", "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": "/mutate-v1-pod"}},
+	},
+	Noop: {{"local", "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": NoopPath}}},
+	OPA:  {{"opa", "http_request_duration_seconds", map[string]string{"handler": "v0/data"}}},
+}
+
+func (m serverMetric) String() string {
+	s := m.name
+	for k, v := range m.match {
+		s += fmt.Sprintf("{%s=%q}", k, v)
+	}
+	return s
+}
+
+// snapshot is one reading of every metric source.
+type snapshot struct{ apiserver, local, opa families }
+
+// webhookCounts are the API server's rejections of pods by a webhook
+// (error_type no_error) and its failures to call it (every other error_type).
+type webhookCounts struct{ rejections, errors float64 }
+
+type scraper struct {
+	cs  kubernetes.Interface
+	opa *opaServer
+}
+
+func (s scraper) apiserver(ctx context.Context) (families, error) {
+	raw, err := s.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's /metrics: %w", err)
+	}
+	return parseText(raw)
+}
+
+func (s scraper) snapshot(ctx context.Context) (snapshot, error) {
+	var snap snapshot
+	var err error
+	if snap.apiserver, err = s.apiserver(ctx); err != nil {
+		return snap, err
+	}
+	if snap.local, err = gatherLocal(); err != nil {
+		return snap, err
+	}
+	if s.opa != nil {
+		raw, err := s.opa.metrics(ctx)
+		if err != nil {
+			return snap, fmt.Errorf("read OPA's /metrics: %w", err)
+		}
+		if snap.opa, err = parseText(raw); err != nil {
+			return snap, err
+		}
+	}
+	return snap, nil
+}
+
+// calls is the API server's count of admit calls to the named webhook.
+func (s scraper) calls(ctx context.Context, name string) (float64, error) {
+	f, err := s.apiserver(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return f.histogram(admissionDuration, map[string]string{"name": name, "type": "admit"}).Count, nil
+}
+
+const admissionDuration = "apiserver_admission_webhook_admission_duration_seconds"
+
+// webhookHistogram is the API server's admission duration for the webhook.
+func (s snapshot) webhookHistogram(name string) Histogram {
+	return s.apiserver.histogram(admissionDuration, map[string]string{"name": name, "type": "admit"})
+}
+
+func (s snapshot) counts(name string) webhookCounts {
+	const rejections = "apiserver_admission_webhook_rejection_count"
+	match := map[string]string{"name": name}
+	total := s.apiserver.counter(rejections, match, "", "")
+	errs := s.apiserver.counter(rejections, match, "error_type", "no_error")
+	return webhookCounts{rejections: total - errs, errors: errs}
+}
+
+func (s snapshot) server(m serverMetric) Histogram {
+	if m.source == "opa" {
+		return s.opa.histogram(m.name, m.match)
+	}
+	return s.local.histogram(m.name, m.match)
+}
+
+// addDelta adds what happened between two snapshots to the result.
+func (r *Result) addDelta(before, after snapshot) {
+	name := webhookNames[r.Config]
+	if name == "" {
+		return
+	}
+	r.apiserver = r.apiserver.Add(after.webhookHistogram(name).Sub(before.webhookHistogram(name)))
+	a, b := after.counts(name), before.counts(name)
+	r.calls.rejections += a.rejections - b.rejections
+	r.calls.errors += a.errors - b.errors
+	if r.server == nil {
+		r.server = map[string]Histogram{}
+	}
+	for _, m := range serverMetrics[r.Config] {
+		r.server[m.String()] = r.server[m.String()].Add(after.server(m).Sub(before.server(m)))
+	}
+}
