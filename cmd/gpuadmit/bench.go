@@ -13,7 +13,7 @@ import (
 // on the Alibaba openb trace with one placement policy.
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Run gpuadmit's benchmarks"}
-	cmd.AddCommand(benchPackingCmd())
+	cmd.AddCommand(benchPackingCmd(), benchAdmissionCmd())
 	cmd.AddCommand(benchStudyCmd())
 	return cmd
 }

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/bench/admission"
+)
+
+func benchAdmissionCmd() *cobra.Command {
+	var o admission.Options
+	var out string
+	cmd := &cobra.Command{
+		Use:   "admission [--levels 10,50,200] [--pods N] [--nodes 1000] [--out DIR]",
+		Short: "Measure pod Create latency with no webhook, a no-op webhook, gpuadmit and OPA on a real control plane",
+		Long: "Start kube-apiserver and etcd (test/e2e/.bin, built by hack/e2e-binaries.sh) with fake GPU nodes,\n" +
+			"then, at each level of concurrent clients, create --pods pods per configuration in --rounds rounds,\n" +
+			"configurations interleaved: none, noop (a controller-runtime webhook that allows), gpuadmit (default\n" +
+			"policies) and opa (`opa run --server`, from hack/tools.sh, with an equivalent Rego policy).\n" +
+			"Prints a markdown table; --out also writes results.json and latency.png.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Progress = cmd.ErrOrStderr()
+			rep, err := admission.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				if err := rep.WriteFiles(out); err != nil {
+					return err
+				}
+			}
+			rep.Markdown(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&o.Levels, "levels", []int{10, 50, 200}, "numbers of concurrent clients")
+	f.IntVar(&o.Pods, "pods", 3000, "pods per configuration and level, over all rounds")
+	f.IntVar(&o.Rounds, "rounds", 3, "rounds per level; each runs every configuration once, in rotating order")
+	f.IntVar(&o.Nodes, "nodes", 1000, "fake GPU nodes")
+	f.StringSliceVar(&o.Configs, "configs", admission.Configurations, "configurations: none, noop, gpuadmit, opa")
+	f.StringVar(&out, "out", "", "directory for results.json and latency.png")
+	f.StringVar(&o.OPA, "opa", "", "opa binary (default: .bin/tools/opa from hack/tools.sh, else $PATH)")
+	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
+	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of this process for every measured round here")
+	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
+	return cmd
+}
