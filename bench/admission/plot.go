@@ -20,8 +20,8 @@ var palette = map[string]color.Color{
 	OPA:      color.RGBA{R: 230, G: 159, B: 0, A: 255},
 }
 
-// WritePlot draws the client p50 and p99 Create latency by level, a bar per
-// configuration, into a PNG at path.
+// WritePlot draws the client p50 and p99 Create latency by level, a line per
+// configuration on a log scale, into a PNG at path.
 func (r *Report) WritePlot(path string) error {
 	panels := []struct {
 		title string
@@ -35,7 +35,7 @@ func (r *Report) WritePlot(path string) error {
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
 	for i, panel := range panels {
-		p, err := r.barPlot("pod Create latency, "+panel.title, panel.value)
+		p, err := r.linePlot("pod Create latency, "+panel.title, panel.value)
 		if err != nil {
 			return err
 		}
@@ -52,39 +52,45 @@ func (r *Report) WritePlot(path string) error {
 	return f.Close()
 }
 
-func (r *Report) barPlot(title string, value func(Latency) float64) (*plot.Plot, error) {
+func (r *Report) linePlot(title string, value func(Latency) float64) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
-	p.Y.Label.Text = "ms (client, end to end)"
+	p.Y.Label.Text = "ms, client end to end (log scale)"
 	p.X.Label.Text = "concurrent clients"
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
-	width := vg.Points(14)
-	configs := r.Settings.Configs
-	for i, cfg := range configs {
-		vals := make(plotter.Values, len(r.Settings.Levels))
+	p.Add(plotter.NewGrid())
+	for i, cfg := range r.Settings.Configs {
+		var pts plotter.XYs
 		for j, level := range r.Settings.Levels {
-			if res := r.result(cfg, level); res != nil {
-				vals[j] = value(res.Latency)
+			if res := r.result(cfg, level); res != nil && value(res.Latency) > 0 {
+				pts = append(pts, plotter.XY{X: float64(j), Y: value(res.Latency)})
 			}
 		}
-		bars, err := plotter.NewBarChart(vals, width)
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
 			return nil, err
 		}
-		bars.LineStyle.Width = 0
-		bars.Color = palette[cfg]
-		bars.Offset = width * vg.Length(float64(i)-float64(len(configs)-1)/2)
-		p.Add(bars)
-		p.Legend.Add(cfg, bars)
+		line.Color, points.Color = palette[cfg], palette[cfg]
+		line.Width = vg.Points(2)
+		points.Shape = shapesOf[i%len(shapesOf)]
+		points.Radius = vg.Points(4)
+		p.Add(line, points)
+		p.Legend.Add(cfg, line, points)
 	}
 	names := make([]string, len(r.Settings.Levels))
 	for j, level := range r.Settings.Levels {
 		names[j] = fmt.Sprint(level)
 	}
 	p.NominalX(names...)
-	p.Y.Min = 0
+	p.X.Min, p.X.Max = -0.3, float64(len(names))-0.7
 	return p, nil
 }
+
+var shapesOf = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
 
 func (r *Report) result(config string, level int) *Result {
 	for i := range r.Results {
