@@ -6,14 +6,14 @@ GO ?= go
 # cgo's warnings about them out of the build log.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test build bench dev-cluster dev-cluster-down
+.PHONY: run test build bench bench-admission dev-cluster dev-cluster-down
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
 
 # test installs etcd (Debian's etcd-server), builds kube-apiserver,
 # kube-scheduler and kube-controller-manager from k8s.io/kubernetes and kwok
-# (cached in test/e2e/.bin by version), installs helm and kustomize (.bin/tools),
+# (cached in test/e2e/.bin by version), installs helm, kustomize and opa (.bin/tools),
 # then runs vet and every test: unit, golden, Rego, fuzz seeds, deploy renders
 # and the end-to-end tests against the real control plane.
 # The end-to-end package runs on its own with -v so its report (the API
@@ -30,6 +30,15 @@ build:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/mutate ./pkg/inventory
+
+# bench-admission runs the admission latency study (issue 7: no webhook, a
+# no-op webhook, gpuadmit and OPA at 10, 50 and 200 clients, about five
+# minutes on 2 cores) into docs/benchmarks/admission.
+bench-admission:
+	./hack/tools.sh >/dev/null
+	./hack/e2e-binaries.sh >/dev/null
+	mkdir -p docs/benchmarks/admission
+	$(GO) run ./cmd/gpuadmit bench admission --out docs/benchmarks/admission >docs/benchmarks/admission/table.md
 
 dev-cluster:
 	./hack/dev-cluster.sh up
