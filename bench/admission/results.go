@@ -83,11 +83,15 @@ type Result struct {
 	Server []ServerLatency `json:"server,omitempty"`
 	// CPU is where the machine's CPU time went while the rounds ran.
 	CPU CPUUse `json:"cpu"`
+	// PostsPerPod are the API server's POST requests per created pod by
+	// resource: the pods, and the Events a webhook records.
+	PostsPerPod map[string]float64 `json:"apiserverPostsPerPod"`
 
 	samples   []time.Duration
 	apiserver Histogram
 	server    map[string]Histogram
 	calls     webhookCounts
+	posts     map[string]float64
 }
 
 // Latency is the client's end-to-end Create latency.
@@ -148,6 +152,10 @@ type ServerLatency struct {
 func (r *Result) summarise() {
 	r.Latency = latencyOf(r.samples)
 	r.CPU.summarise(r.Pods)
+	r.PostsPerPod = map[string]float64{}
+	for res, n := range r.posts {
+		r.PostsPerPod[res] = round2(n / float64(max(r.Pods, 1)))
+	}
 	if r.Seconds > 0 {
 		r.Throughput = float64(len(r.samples)) / r.Seconds
 	}
@@ -300,8 +308,8 @@ func (r *Report) cpuTable(w io.Writer) {
 		}
 	}
 	names := slices.Sorted(maps.Keys(procs))
-	fmt.Fprintf(w, "| clients | configuration | %s | total | other users' CPUs busy |\n", strings.Join(names, " | "))
-	fmt.Fprintf(w, "|---:|---|%s---:|---:|\n", strings.Repeat("---:|", len(names)))
+	fmt.Fprintf(w, "| clients | configuration | %s | total | Events posted per pod | other users' CPUs busy |\n", strings.Join(names, " | "))
+	fmt.Fprintf(w, "|---:|---|%s---:|---:|---:|\n", strings.Repeat("---:|", len(names)))
 	for _, res := range r.Results {
 		var total float64
 		fmt.Fprintf(w, "| %d | %s |", res.Level, res.Config)
@@ -309,7 +317,7 @@ func (r *Report) cpuTable(w io.Writer) {
 			total += res.CPU.MsPerPod[p]
 			fmt.Fprintf(w, " %.2f |", res.CPU.MsPerPod[p])
 		}
-		fmt.Fprintf(w, " %.2f | %.2f |\n", total, res.CPU.OtherCores)
+		fmt.Fprintf(w, " %.2f | %.2f | %.2f |\n", total, res.PostsPerPod["events"], res.CPU.OtherCores)
 	}
 }
 

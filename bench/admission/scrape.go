@@ -108,8 +108,26 @@ func (s snapshot) server(m serverMetric) Histogram {
 	return s.local.histogram(m.name, m.match)
 }
 
+// posts counts the API server's POST requests by resource (pods, events, …).
+func (s snapshot) posts() map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range s.apiserver.matching("apiserver_request_total", map[string]string{"verb": "POST"}) {
+		out[labelValue(m, "resource")] += m.GetCounter().GetValue()
+	}
+	return out
+}
+
 // addDelta adds what happened between two snapshots to the result.
 func (r *Result) addDelta(before, after snapshot) {
+	if r.posts == nil {
+		r.posts = map[string]float64{}
+	}
+	was := before.posts()
+	for res, n := range after.posts() {
+		if d := n - was[res]; d > 0 {
+			r.posts[res] += d
+		}
+	}
 	name := webhookNames[r.Config]
 	if name == "" {
 		return
