@@ -3,7 +3,9 @@ package admission
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -57,7 +59,7 @@ func (r *Report) linePlot(title string, value func(Latency) float64) (*plot.Plot
 	p.Title.Text = title
 	p.Y.Label.Text = "ms, client end to end (log scale)"
 	p.X.Label.Text = "concurrent clients"
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, ticks125{}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	for i, cfg := range r.Settings.Configs {
@@ -88,6 +90,22 @@ func (r *Report) linePlot(title string, value func(Latency) float64) (*plot.Plot
 	p.NominalX(names...)
 	p.X.Min, p.X.Max = -0.3, float64(len(names))-0.7
 	return p, nil
+}
+
+// ticks125 labels a log axis at 1, 2 and 5 times the powers of ten, so that a
+// range within one decade still has labels.
+type ticks125 struct{}
+
+func (ticks125) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for p := math.Pow(10, math.Floor(math.Log10(lo))); p <= hi; p *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			if v := m * p; v >= lo && v <= hi {
+				out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			}
+		}
+	}
+	return out
 }
 
 var shapesOf = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
