@@ -19,14 +19,33 @@ const typicalShare = 0.95
 // where it does.
 type FGD struct {
 	tasks []allocator.FragTask
-	cache []fragCache
+	cache fragCache
 }
 
-// fragCache is a node's fragmentation as of one version of that node.
-type fragCache struct {
+// fragCache remembers each node's fragmentation as of one version of that
+// node, indexed by NodeState.Index.
+type fragCache []struct {
 	node    *NodeState
 	version int
 	frag    float64
+}
+
+// get returns n's fragmentation, computing it with frag when n changed
+// since the last call.
+func (c *fragCache) get(n *NodeState, frag func(allocator.FragNode) float64) float64 {
+	if len(*c) <= n.Index {
+		*c = append(*c, make(fragCache, n.Index+1-len(*c))...)
+	}
+	e := &(*c)[n.Index]
+	if e.node != n || e.version != n.Version {
+		e.node, e.version, e.frag = n, n.Version, frag(fragNode(n))
+	}
+	return e.frag
+}
+
+// fragNode is what fragmentation reads of n.
+func fragNode(n *NodeState) allocator.FragNode {
+	return allocator.FragNode{MilliCPULeft: n.CPULeft, MemoryMiBLeft: n.MemLeft, GPUMilliLeft: n.GPULeft, Model: n.Model}
 }
 
 // NewFGD learns the target workload's distribution of requests from workload.
@@ -144,13 +163,5 @@ func fgdScore(delta float64) float64 {
 }
 
 func (f *FGD) fragOf(n *NodeState) float64 {
-	if len(f.cache) <= n.Index {
-		f.cache = append(f.cache, make([]fragCache, n.Index+1-len(f.cache))...)
-	}
-	c := &f.cache[n.Index]
-	if c.node != n || c.version != n.Version {
-		*c = fragCache{node: n, version: n.Version,
-			frag: allocator.Fragmentation(allocator.FragNode{MilliCPULeft: n.CPULeft, GPUMilliLeft: n.GPULeft, Model: n.Model}, f.tasks)}
-	}
-	return c.frag
+	return f.cache.get(n, func(fn allocator.FragNode) float64 { return allocator.Fragmentation(fn, f.tasks) })
 }

@@ -27,7 +27,7 @@ const bestFitTie = 1.0 / 100
 //     stranded before any kind stops fitting.
 type GPUAdmit struct {
 	placer *allocator.Placer
-	before []fragCache
+	before fragCache
 }
 
 // NewGPUAdmit learns every kind of request in workload, with its memory.
@@ -54,16 +54,5 @@ func (g *GPUAdmit) place(n *NodeState, p Pod) (float64, []int) {
 }
 
 func (g *GPUAdmit) fragOf(n *NodeState) float64 {
-	if len(g.before) <= n.Index {
-		g.before = append(g.before, make([]fragCache, n.Index+1-len(g.before))...)
-	}
-	c := &g.before[n.Index]
-	if c.node != n || c.version != n.Version {
-		*c = fragCache{node: n, version: n.Version, frag: g.placer.Fragmentation(fragNode(n))}
-	}
-	return c.frag
-}
-
-func fragNode(n *NodeState) allocator.FragNode {
-	return allocator.FragNode{MilliCPULeft: n.CPULeft, MemoryMiBLeft: n.MemLeft, GPUMilliLeft: n.GPULeft, Model: n.Model}
+	return g.before.get(n, g.placer.Fragmentation)
 }
