@@ -17,6 +17,7 @@ type Mutation struct {
 	NodeSelector      map[string]string `json:"nodeSelector"`
 	Tolerations       []string          `json:"tolerations"`
 	PriorityClassName string            `json:"priorityClassName"`
+	Priority          string            `json:"priority"`    // spec.priority/spec.preemptionPolicy, "" when unset
 	Limits            []string          `json:"limits"`      // per container, "name=quantity" joined by ","
 	Requests          []string          `json:"requests"`    // likewise
 	Annotations       []string          `json:"annotations"` // gpuadmit.io/ keys
@@ -25,6 +26,9 @@ type Mutation struct {
 // MutationOf reads a created (or dry-run) pod's mutation.
 func MutationOf(p *corev1.Pod) Mutation {
 	m := Mutation{NodeSelector: p.Spec.NodeSelector, PriorityClassName: p.Spec.PriorityClassName}
+	if p.Spec.Priority != nil {
+		m.Priority = fmt.Sprintf("%d/%s", *p.Spec.Priority, ptrString(p.Spec.PreemptionPolicy))
+	}
 	for _, t := range p.Spec.Tolerations {
 		m.Tolerations = append(m.Tolerations, fmt.Sprintf("%s %s %s:%s", t.Key, t.Operator, t.Value, t.Effect))
 	}
@@ -66,4 +70,11 @@ func (m Mutation) Diff(other Mutation) string {
 
 func isEmpty(v reflect.Value) bool {
 	return v.IsZero() || (v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.Len() == 0
+}
+
+func ptrString[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -161,9 +162,10 @@ func (s *opaServer) stop() {
 
 // ClusterData is what OPA's policy reads from data.cluster: the pools
 // gpuadmit's inventory builds from the nodes (each with its nodes' GPU
-// allocatable, for the fit check), the namespaces' labels and the default
-// policies' class → PriorityClass map.
-func ClusterData(nodes []corev1.Node, namespaces []corev1.Namespace) (map[string]any, error) {
+// allocatable, for the fit check), the namespaces' labels, the default
+// policies' class → PriorityClass map, and the PriorityClasses' values (as
+// kube-mgmt would replicate them).
+func ClusterData(nodes []corev1.Node, namespaces []corev1.Namespace, pcs []schedulingv1.PriorityClass) (map[string]any, error) {
 	inv := inventory.Build(nodes, allocator.Default())
 	pools := make([]map[string]any, 0, len(inv.Pools))
 	for _, p := range inv.Pools {
@@ -188,8 +190,16 @@ func ClusterData(nodes []corev1.Node, namespaces []corev1.Namespace) (map[string
 	if err != nil {
 		return nil, err
 	}
+	values := map[string]any{}
+	for _, pc := range pcs {
+		policy := corev1.PreemptLowerPriority
+		if pc.PreemptionPolicy != nil {
+			policy = *pc.PreemptionPolicy
+		}
+		values[pc.Name] = map[string]any{"value": pc.Value, "preemptionPolicy": policy}
+	}
 	var doc map[string]any
-	err = roundTrip(map[string]any{"pools": pools, "namespaces": nss, "priorityClasses": classes}, &doc)
+	err = roundTrip(map[string]any{"pools": pools, "namespaces": nss, "priorityClasses": classes, "priorityClassValues": values}, &doc)
 	return doc, err
 }
 

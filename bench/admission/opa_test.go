@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -32,8 +37,10 @@ func TestOPAPolicyMatchesGpuadmit(t *testing.T) {
 	if _, err := engine.Load(ctx, policy.Embedded()); err != nil {
 		t.Fatal(err)
 	}
-	m := mutate.NewMutator(engine, mutate.StaticInventory{Inv: inventory.Build(nodes, allocator.Default())})
-	review := preparedOPA(t, nodes, ns)
+	pcs := basePriorityClasses(t)
+	m := mutate.NewMutator(engine, mutate.StaticInventory{Inv: inventory.Build(nodes, allocator.Default())},
+		mutate.MutatorOptions{PriorityClasses: classGetter(pcs)})
+	review := preparedOPA(t, nodes, ns, pcs)
 	for i := range shapes {
 		t.Run(fmt.Sprint(shapes[i].gpu), func(t *testing.T) {
 			p := admitted(Pod("bench", fmt.Sprintf("p-%d", i), i))
@@ -45,6 +52,9 @@ func TestOPAPolicyMatchesGpuadmit(t *testing.T) {
 			if !patched {
 				t.Fatal("OPA answered without a patch")
 			}
+			if res.Pod.Spec.PriorityClassName == "" || res.Pod.Spec.Priority == nil {
+				t.Errorf("gpuadmit set priorityClassName %q, priority %v: want a class and its resolved priority", res.Pod.Spec.PriorityClassName, res.Pod.Spec.Priority)
+			}
 			if d := MutationOf(res.Pod).Diff(MutationOf(got)); d != "" {
 				t.Errorf("gpuadmit vs OPA: %s", d)
 			}
@@ -53,6 +63,43 @@ func TestOPAPolicyMatchesGpuadmit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// basePriorityClasses are the PriorityClasses the benchmark creates (deploy/base).
+func basePriorityClasses(t *testing.T) []schedulingv1.PriorityClass {
+	t.Helper()
+	f, err := os.Open("../../deploy/base/priorityclasses.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []schedulingv1.PriorityClass
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var pc schedulingv1.PriorityClass
+		if err := dec.Decode(&pc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pc)
+	}
+	if len(out) == 0 {
+		t.Fatal("no PriorityClass in deploy/base/priorityclasses.yaml")
+	}
+	return out
+}
+
+// classGetter resolves PriorityClasses from a fixed list, as the webhook's cache would.
+type classGetter []schedulingv1.PriorityClass
+
+func (g classGetter) PriorityClass(_ context.Context, name string) (*schedulingv1.PriorityClass, bool, error) {
+	for i := range g {
+		if g[i].Name == name {
+			return &g[i], true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // admitted is the pod as defaulting and the built-in admission plugins leave it for the webhook.
@@ -74,9 +121,9 @@ func admitted(p *corev1.Pod) *corev1.Pod {
 // preparedOPA evaluates the benchmark policy in process, with the cluster
 // data pushed as the benchmark pushes it, and returns a function that sends
 // a pod through it and applies the answer's patch.
-func preparedOPA(t *testing.T, nodes []corev1.Node, ns corev1.Namespace) func(*testing.T, *corev1.Pod) (*corev1.Pod, bool) {
+func preparedOPA(t *testing.T, nodes []corev1.Node, ns corev1.Namespace, pcs []schedulingv1.PriorityClass) func(*testing.T, *corev1.Pod) (*corev1.Pod, bool) {
 	t.Helper()
-	data, err := ClusterData(nodes, []corev1.Namespace{ns})
+	data, err := ClusterData(nodes, []corev1.Namespace{ns}, pcs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,11 @@ func (b *bench) startOPA(ctx context.Context, host, certDir string, ca []byte, l
 	}
 	ns := corev1.Namespace{}
 	ns.Name = Namespace
-	data, err := ClusterData(b.nodes, []corev1.Namespace{ns})
+	pcs, err := b.cs.SchedulingV1().PriorityClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	data, err := ClusterData(b.nodes, []corev1.Namespace{ns}, pcs.Items)
 	if err != nil {
 		return err
 	}

@@ -111,8 +111,8 @@ func hasToleration(have []corev1.Toleration, t corev1.Toleration) bool {
 
 // setPriority sets the PriorityClass. The API server's Priority plugin ran
 // before the webhook and filled spec.priority (and preemptionPolicy) from the
-// old class; they are cleared so that it resolves the new class when the
-// admission chain is reinvoked, instead of rejecting the mismatch.
+// old class; they are cleared, so that the plugin would not reject the
+// mismatch, and Mutator.resolvePriority fills them from the new class.
 func setPriority(pod *corev1.Pod, name string) {
 	if name == "" || pod.Spec.PriorityClassName == name {
 		return

@@ -34,7 +34,7 @@ func thousandNodes() []corev1.Node {
 // pool choice, mutation, patch) with the default policies over an inventory
 // of 1,000 nodes, as the webhook runs it with its informer-built inventory.
 func BenchmarkDecide1000Nodes(b *testing.B) {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
 	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
 	p.Labels = map[string]string{"gpuadmit.io/class": "inference"}
 	ctx := context.Background()
@@ -50,7 +50,7 @@ func BenchmarkDecide1000Nodes(b *testing.B) {
 // BenchmarkReinvoke1000Nodes is the same pod arriving already mutated
 // (reinvocation): restore, decide again, compare.
 func BenchmarkReinvoke1000Nodes(b *testing.B) {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
 	first, err := m.Mutate(context.Background(), Request{Pod: pod("p", map[string]string{"nvidia.com/gpumem": "3000"})})
 	if err != nil {
 		b.Fatal(err)
@@ -74,7 +74,7 @@ func BenchmarkHandler(b *testing.B) {
 	}
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(b)})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(b)}, MutatorOptions{})
 	wh := &admission.Webhook{Handler: NewHandler(m, staticNamespace{}, scheme, HandlerOptions{})}
 	b.ReportAllocs()
 	for b.Loop() {

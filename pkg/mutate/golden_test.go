@@ -38,7 +38,7 @@ func TestGoldenExamples(t *testing.T) {
 	}
 	ns := &corev1.Namespace{}
 	readYAML(t, "../../examples/namespace.yaml", ns)
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {

@@ -108,7 +108,7 @@ func FuzzGPUPodInReview(f *testing.F) {
 // fuzzWebhook lets panics through, so that the fuzzer sees them. Every
 // namespace exists: looking one up is not what is fuzzed.
 func fuzzWebhook(f *testing.F) *admission.Webhook {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(f)})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(f)}, MutatorOptions{})
 	h := NewHandler(m, anyNamespace{known: teamA(f)}, podScheme(), HandlerOptions{Recorder: &fakeRecorder{}})
 	return &admission.Webhook{Handler: h, RecoverPanic: new(false)}
 }

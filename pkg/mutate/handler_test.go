@@ -197,7 +197,7 @@ func TestEvaluationErrorsAreErrors(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := NewHandler(NewMutator(tt.eval, StaticInventory{Inv: exampleInventory(t)}), teamA(t), podScheme(), HandlerOptions{})
+			h := NewHandler(NewMutator(tt.eval, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{}), teamA(t), podScheme(), HandlerOptions{})
 			before := reviewCount(t, "mutate", OutcomeErrored)
 			req := requestOf(t, reviewFiles(t)["hami-create"])
 			done := make(chan admission.Response, 1)
@@ -227,7 +227,7 @@ func TestEvaluationErrorsAreErrors(t *testing.T) {
 func TestReplicasAnswerAlike(t *testing.T) {
 	replica := func() *admission.Webhook {
 		e := newEngine(t)
-		m := NewMutator(e, StaticInventory{Inv: exampleInventory(t)})
+		m := NewMutator(e, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
 		return &admission.Webhook{Handler: NewHandler(m, teamA(t), podScheme(), HandlerOptions{})}
 	}
 	a, b := replica(), replica()
@@ -351,7 +351,7 @@ func post(t testing.TB, client *http.Client, url, contentType string, body []byt
 }
 
 func exampleHandler(t testing.TB, rec Recorder) *Handler {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
 	return NewHandler(m, teamA(t), podScheme(), HandlerOptions{Recorder: rec})
 }
 

@@ -67,7 +67,7 @@ func gpuNode(name, product string, labels map[string]string, alloc map[string]in
 }
 
 func mutator(nodes ...corev1.Node) *Mutator {
-	return NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())})
+	return NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{})
 }
 
 // pod builds a pod whose containers have the given GPU limits.

@@ -250,9 +250,9 @@ func (r revisionEval) Evaluate(ctx context.Context, in policy.Input) (policy.Dec
 
 func TestSavedPodUnderANewRevisionKeepsItsRecord(t *testing.T) {
 	inv := StaticInventory{Inv: inventory.Build([]corev1.Node{h100Mixed}, nil)}
-	old := NewMutator(revisionEval{"git-old"}, inv)
+	old := NewMutator(revisionEval{"git-old"}, inv, MutatorOptions{})
 	saved := mustMutate(t, old, pod("p", map[string]string{"nvidia.com/gpumem": "3000"})).Pod
-	res := mustMutate(t, NewMutator(revisionEval{"git-new"}, inv), saved)
+	res := mustMutate(t, NewMutator(revisionEval{"git-new"}, inv, MutatorOptions{}), saved)
 	if !res.Allowed || len(res.Patch) != 0 || !strings.HasSuffix(res.Pod.Annotations[AnnotationDecision], "revision git-old") {
 		t.Errorf("allowed %v, patch %v, decision %q: want the saved pod accepted unchanged", res.Allowed, res.Patch, res.Pod.Annotations[AnnotationDecision])
 	}
@@ -272,18 +272,18 @@ func TestPolicyFaults(t *testing.T) {
 	inv := StaticInventory{Inv: inventory.Build([]corev1.Node{h100Mixed, t4Shared}, nil)}
 	p := pod("p", map[string]string{"nvidia.com/gpumem": "3000"})
 	evalErr := errors.New("evaluation timed out")
-	if _, err := NewMutator(fixedEval{err: evalErr}, inv).Mutate(context.Background(), Request{Pod: p}); !errors.Is(err, evalErr) {
+	if _, err := NewMutator(fixedEval{err: evalErr}, inv, MutatorOptions{}).Mutate(context.Background(), Request{Pod: p}); !errors.Is(err, evalErr) {
 		t.Errorf("evaluation error: err = %v, want it returned, not a denial", err)
 	}
 	stray := policy.Decision{Revision: "r", Placement: map[string][]policy.Candidate{"b": {{Pool: "t4-shared", Backend: "shared", Rule: "oops"}}}}
-	if _, err := NewMutator(fixedEval{d: stray}, inv).Mutate(context.Background(), Request{Pod: p}); err == nil || !strings.Contains(err.Error(), "rule oops") {
+	if _, err := NewMutator(fixedEval{d: stray}, inv, MutatorOptions{}).Mutate(context.Background(), Request{Pod: p}); err == nil || !strings.Contains(err.Error(), "rule oops") {
 		t.Errorf("placement for a non-GPU container: err = %v, want an error naming the rule", err)
 	}
 	wrong := policy.Decision{Revision: "r", Placement: map[string][]policy.Candidate{"a": {
 		{Pool: "gone", Backend: "mig", Rule: "r1"},
 		{Pool: "t4-shared", Backend: "mig", Rule: "r2"},
 	}}}
-	res, err := NewMutator(fixedEval{d: wrong}, inv).Mutate(context.Background(), Request{Pod: p})
+	res, err := NewMutator(fixedEval{d: wrong}, inv, MutatorOptions{}).Mutate(context.Background(), Request{Pod: p})
 	if err != nil || res.Allowed {
 		t.Fatalf("allowed %v, err %v; want a denial", res.Allowed, err)
 	}

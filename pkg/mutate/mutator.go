@@ -35,6 +35,7 @@ func (s StaticInventory) Inventory() *inventory.Inventory { return s.Inv }
 type Mutator struct {
 	eval  Evaluator
 	inv   InventorySource
+	opts  MutatorOptions
 	pools atomic.Pointer[preparedPools] // input.pools of the last inventory seen
 }
 
@@ -45,8 +46,8 @@ type preparedPools struct {
 }
 
 // NewMutator returns a Mutator deciding with eval over the pools of inv.
-func NewMutator(eval Evaluator, inv InventorySource) *Mutator {
-	return &Mutator{eval: eval, inv: inv}
+func NewMutator(eval Evaluator, inv InventorySource, opts MutatorOptions) *Mutator {
+	return &Mutator{eval: eval, inv: inv, opts: opts}
 }
 
 // Request is one pod to admit.
@@ -123,7 +124,11 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if ch == nil {
 		return deny(pod, noPoolMessage(want, reasons, inv)), nil
 	}
-	return apply(pod, want, d, ch)
+	res, err := apply(pod, want, d, ch)
+	if err == nil && res.Allowed {
+		m.resolvePriority(ctx, res.Pod)
+	}
+	return res, err
 }
 
 // preparedPools converts the inventory's pools once per inventory (an

@@ -58,7 +58,7 @@ func Mutate(ctx context.Context, opts MutateOptions, w io.Writer) error {
 	if _, err := engine.Load(ctx, policySource(opts.PoliciesDir)); err != nil {
 		return err
 	}
-	res, err := mutate.NewMutator(engine, mutate.StaticInventory{Inv: inv}).Mutate(ctx, req)
+	res, err := mutate.NewMutator(engine, mutate.StaticInventory{Inv: inv}, mutate.MutatorOptions{}).Mutate(ctx, req)
 	if err != nil {
 		return fmt.Errorf("decide for %s: %w", opts.PodFile, err)
 	}

@@ -1,13 +1,10 @@
 package webhook
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
@@ -39,26 +36,6 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxNote-3] + "..."
-}
-
-// namespaces reads namespaces from the informer cache, and from the API
-// server when the cache has not seen a namespace created a moment ago.
-type namespaces struct {
-	cache, api client.Reader
-}
-
-var _ mutate.NamespaceGetter = namespaces{}
-
-func (n namespaces) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	ns := &corev1.Namespace{}
-	err := n.cache.Get(ctx, client.ObjectKey{Name: name}, ns)
-	if apierrors.IsNotFound(err) {
-		err = n.api.Get(ctx, client.ObjectKey{Name: name}, ns)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get namespace %s: %w", name, err)
-	}
-	return ns, nil
 }
 
 // policyEvents reports policy sets that were not activated as Warning Events

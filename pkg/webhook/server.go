@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -135,7 +136,8 @@ func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine
 	return w, mgr.Add(w)
 }
 
-// addInventory builds pools from the Node informer, and warms the Namespace informer.
+// addInventory builds pools from the Node informer, and warms the Namespace
+// and PriorityClass informers.
 func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*inventory.Live, error) {
 	live := inventory.NewLive(mgr.GetCache(), allocator.Default(), log.WithName("inventory"))
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
@@ -148,11 +150,14 @@ func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*i
 	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
 		return nil, fmt.Errorf("namespace informer: %w", err)
 	}
+	if _, err := mgr.GetCache().GetInformer(ctx, &schedulingv1.PriorityClass{}); err != nil {
+		return nil, fmt.Errorf("priorityclass informer: %w", err)
+	}
 	return live, nil
 }
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
-	m := mutate.NewMutator(engine, live)
+	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}})
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme,
 		mutate.HandlerOptions{Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}, Quotas: quotas{mgr.GetCache()}})
 	srv := mgr.GetWebhookServer()
@@ -168,9 +173,9 @@ func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []
 			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 			defer cancel()
 			if !mgr.GetCache().WaitForCacheSync(ctx) {
-				return false, "node and namespace caches are not synced yet"
+				return false, "node, namespace and priorityclass caches are not synced yet"
 			}
-			return true, "node and namespace caches synced"
+			return true, "node, namespace and priorityclass caches synced"
 		}},
 		{name: "webhook", run: func(r *http.Request) (bool, string) {
 			if err := started(r); err != nil {

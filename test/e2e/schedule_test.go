@@ -64,3 +64,23 @@ func checkPriority(t *testing.T, ctx context.Context, p interface{ GetName() str
 		t.Errorf("spec.priority = %v, want %d from PriorityClass %s", pod.Spec.Priority, pc.Value, pc.Name)
 	}
 }
+
+// TestOneWebhookCallPerPod: gpuadmit writes the priority of the
+// PriorityClass it names, so the API server's Priority plugin, run again
+// after the webhook, changes nothing and the API server does not call
+// gpuadmit a second time (reinvocationPolicy IfNeeded).
+func TestOneWebhookCallPerPod(t *testing.T) {
+	ctx := context.Background()
+	p := readPod(t, filepath.Join(root, "examples/pods", "nvidia-whole.yaml"))
+	p.Name += "-once"
+	before := webhookMetrics(t, ctx)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatalf("step create: %v", err)
+	}
+	defer deleteAll(ctx, p.Namespace, p)
+	calls := webhookMetrics(t, ctx)["count"] - before["count"]
+	if calls != 1 {
+		t.Errorf("the API server called gpuadmit %v times for one pod, want 1", calls)
+	}
+	checkPriority(t, ctx, p)
+}

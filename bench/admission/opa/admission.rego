@@ -200,13 +200,21 @@ spec_ops := [
 	{"op": "add", "path": "/spec/tolerations", "value": array.concat(object.get(pod.spec, "tolerations", []), tolerations)},
 ]
 
-# priority_ops set the class's PriorityClass and clear the priority the API
-# server's Priority plugin resolved from the old one, so that it resolves the
-# new class when the admission chain is reinvoked.
+# priority_ops set the class's PriorityClass with the priority and
+# preemptionPolicy the API server's Priority plugin computes from it (from
+# the replicated PriorityClasses), so that the plugin, run again after the
+# webhook, changes nothing and the API server calls the webhook only once.
 priority_ops := array.concat(
 	[{"op": "add", "path": "/spec/priorityClassName", "value": priority_class_name}],
-	[{"op": "remove", "path": concat("", ["/spec/", f])} | some f in ["priority", "preemptionPolicy"]; pod.spec[f]],
+	resolved_priority_ops,
 ) if {
 	priority_class_name != ""
 	object.get(pod.spec, "priorityClassName", "") != priority_class_name
 } else := []
+
+resolved_priority_ops := [
+	{"op": "add", "path": "/spec/priority", "value": class.value},
+	{"op": "add", "path": "/spec/preemptionPolicy", "value": class.preemptionPolicy},
+] if {
+	class := data.cluster.priorityClassValues[priority_class_name]
+} else := [{"op": "remove", "path": concat("", ["/spec/", f])} | some f in ["priority", "preemptionPolicy"]; pod.spec[f]]

@@ -78,6 +78,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startComponents(); err != nil {
 		return c, err
 	}
+	if err := c.grantWebhook(ctx); err != nil {
+		return c, fmt.Errorf("step webhook rbac: %w", err)
+	}
 	if err := c.StartWebhook(ctx); err != nil {
 		return c, fmt.Errorf("step webhook: %w", err)
 	}
@@ -182,6 +185,20 @@ func (c *Cluster) Tail(component string, lines int) string {
 	return tail(filepath.Join(c.LogDir, component+".log"), lines)
 }
 
+// webhookUser is the identity gpuadmit's webhook runs as: its ServiceAccount
+// in deploy/base, so that a grant missing from deploy/base/rbac.yaml fails here.
+const webhookUser = "system:serviceaccount:gpuadmit-system:gpuadmit"
+
+// grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC.
+func (c *Cluster) grantWebhook(ctx context.Context) error {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+		if err := c.Apply(ctx, filepath.Join(c.opts.Root, "deploy/base", f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // inProcess is gpuadmit's webhook running in this process.
 type inProcess struct {
 	cancel context.CancelFunc
@@ -216,7 +233,9 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 	// client-go (klog) and controller-runtime internals log to the webhook's file too.
 	klog.SetLogger(log)
 	ctrl.SetLogger(log)
-	go func() { w.done <- webhook.Run(wctx, c.Config, opts, log) }()
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhookUser}
+	go func() { w.done <- webhook.Run(wctx, cfg, opts, log) }()
 	c.webhook = w
 	return w.waitReady(30 * time.Second)
 }

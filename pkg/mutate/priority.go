@@ -1,0 +1,49 @@
+package mutate
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// PriorityClassGetter finds a PriorityClass by name. found is false when the
+// class does not exist (or is not known yet).
+type PriorityClassGetter interface {
+	PriorityClass(ctx context.Context, name string) (pc *schedulingv1.PriorityClass, found bool, err error)
+}
+
+// MutatorOptions are a Mutator's optional settings; the zero value works.
+type MutatorOptions struct {
+	// PriorityClasses resolves the PriorityClass a decision sets, so that the
+	// patch carries spec.priority and spec.preemptionPolicy exactly as the API
+	// server's Priority plugin would compute them. The plugin runs again after
+	// a webhook changes the pod and then finds nothing to change, so the API
+	// server does not call gpuadmit a second time (reinvocationPolicy
+	// IfNeeded). Nil (the offline CLI) leaves both unset for the plugin to
+	// fill, which costs that second call.
+	PriorityClasses PriorityClassGetter
+}
+
+// resolvePriority fills spec.priority and spec.preemptionPolicy from the
+// PriorityClass that setPriority named. When the class cannot be read they
+// stay unset: the Priority plugin resolves the name itself (and refuses a
+// class that does not exist), so nothing is lost but the second call.
+func (m *Mutator) resolvePriority(ctx context.Context, pod *corev1.Pod) {
+	name := pod.Spec.PriorityClassName
+	if m.opts.PriorityClasses == nil || name == "" || pod.Spec.Priority != nil {
+		return
+	}
+	pc, found, err := m.opts.PriorityClasses.PriorityClass(ctx, name)
+	if err != nil || !found {
+		logf.FromContext(ctx).V(1).Info("PriorityClass not resolved; the API server resolves it", "priorityClass", name, "error", err)
+		return
+	}
+	value := pc.Value
+	policy := corev1.PreemptLowerPriority // the API server's default for a class
+	if pc.PreemptionPolicy != nil {
+		policy = *pc.PreemptionPolicy
+	}
+	pod.Spec.Priority, pod.Spec.PreemptionPolicy = &value, &policy
+}

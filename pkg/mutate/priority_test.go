@@ -1,0 +1,95 @@
+package mutate
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+)
+
+// classes is a PriorityClassGetter over a fixed set; err fails every read.
+type classes struct {
+	set map[string]schedulingv1.PriorityClass
+	err error
+}
+
+func (c classes) PriorityClass(_ context.Context, name string) (*schedulingv1.PriorityClass, bool, error) {
+	if c.err != nil {
+		return nil, false, c.err
+	}
+	pc, ok := c.set[name]
+	return &pc, ok, nil
+}
+
+func priorityClass(name string, value int32, policy *corev1.PreemptionPolicy) schedulingv1.PriorityClass {
+	return schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, PreemptionPolicy: policy}
+}
+
+// priorityFields is what the Priority plugin checks: the class, the value and the preemption policy.
+type priorityFields struct {
+	Class    string
+	Priority *int32
+	Policy   *corev1.PreemptionPolicy
+}
+
+func TestPriorityResolvedFromClass(t *testing.T) {
+	never, lower := corev1.PreemptNever, corev1.PreemptLowerPriority
+	known := map[string]schedulingv1.PriorityClass{
+		"gpuadmit-batch":    priorityClass("gpuadmit-batch", 100, &never),
+		"gpuadmit-training": priorityClass("gpuadmit-training", 1000, nil),
+	}
+	i100, i1000, zero := int32(100), int32(1000), int32(0)
+	tests := map[string]struct {
+		class   string // gpuadmit.io/class
+		ownName string // the pod's own priorityClassName, filled by the Priority plugin with zero
+		getter  PriorityClassGetter
+		want    priorityFields
+	}{
+		"the class's value and policy": {
+			class: "batch", getter: classes{set: known},
+			want: priorityFields{"gpuadmit-batch", &i100, &never},
+		},
+		"a class without policy gets the API's default": {
+			class: "training", getter: classes{set: known},
+			want: priorityFields{"gpuadmit-training", &i1000, &lower},
+		},
+		"an unknown class is left to the API server": {
+			class: "batch", getter: classes{},
+			want: priorityFields{"gpuadmit-batch", nil, nil},
+		},
+		"a failed read is left to the API server": {
+			class: "batch", getter: classes{err: errors.New("cache not synced")},
+			want: priorityFields{"gpuadmit-batch", nil, nil},
+		},
+		"no getter (offline) is left to the API server": {
+			class: "batch",
+			want:  priorityFields{"gpuadmit-batch", nil, nil},
+		},
+		"the pod's own class is kept with its values": {
+			class: "batch", ownName: "gpuadmit-batch", getter: classes{set: known},
+			want: priorityFields{"gpuadmit-batch", &zero, &never},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := pod("p", map[string]string{"nvidia.com/gpu": "1"})
+			p.Labels = map[string]string{"gpuadmit.io/class": tt.class}
+			p.Spec.PriorityClassName = tt.ownName
+			p.Spec.Priority, p.Spec.PreemptionPolicy = &zero, &never
+			m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build([]corev1.Node{a100Whole}, allocator.Default())},
+				MutatorOptions{PriorityClasses: tt.getter})
+			res := mustMutate(t, m, p)
+			s := res.Pod.Spec
+			if diff := cmp.Diff(tt.want, priorityFields{s.PriorityClassName, s.Priority, s.PreemptionPolicy}); diff != "" || !res.Allowed {
+				t.Errorf("allowed %v, message %q, priority fields (-want +got):\n%s", res.Allowed, res.Message, diff)
+			}
+		})
+	}
+}
