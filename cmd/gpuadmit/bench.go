@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,7 +28,7 @@ func benchPackingCmd() *cobra.Command {
 		Long: "Pack a trace workload (inflated to 130% of GPU capacity, shuffled by --seed) into the trace's\n" +
 			"GPU cluster, pods arriving one by one and never leaving, and print one JSON object with the\n" +
 			"GPU allocated and unallocated (% of capacity) every 5% of arrived workload from 50% to 130%\n" +
-			"and the decision time per pod. Policies: random, dotprod, clustering, packing, bestfit, fgd.",
+			"and the decision time per pod. Policies: " + strings.Join(packing.Policies, ", ") + " (gpuadmit's own).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "json" {
@@ -44,7 +45,7 @@ func benchPackingCmd() *cobra.Command {
 	f.StringVar(&s.Trace, "trace", s.Trace, "openb trace directory (relative to the working directory)")
 	f.StringVar(&s.Cluster, "cluster", packing.NodeFile, "node list in the trace directory")
 	f.StringVar(&s.Workload, "workload", s.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
-	f.StringVar(&s.Policy, "policy", s.Policy, "random, dotprod, clustering, packing, bestfit or fgd")
+	f.StringVar(&s.Policy, "policy", s.Policy, strings.Join(packing.Policies, ", "))
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the workload resampling and the policy (the study uses 42…51)")
 	f.StringVarP(&output, "output", "o", "json", "json (one object)")
 	return cmd

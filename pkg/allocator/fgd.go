@@ -78,7 +78,9 @@ func ModelAllowed(spec, model string) bool {
 	if model == "" {
 		return false
 	}
-	for _, m := range strings.Split(spec, "|") {
+	for spec != "" {
+		var m string
+		m, spec, _ = strings.Cut(spec, "|")
 		if m == model {
 			return true
 		}

@@ -7,7 +7,7 @@ import "slices"
 // of a pool, say) cost one computation, not one each. It is not safe for
 // concurrent use.
 type FragMemo struct {
-	tasks []FragTask
+	kinds *kindSet
 	memo  map[fragKey]float64
 }
 
@@ -29,16 +29,16 @@ type fragKey struct {
 
 // NewFragMemo returns a memo for the task kinds tasks.
 func NewFragMemo(tasks []FragTask) *FragMemo {
-	return &FragMemo{tasks: tasks, memo: map[fragKey]float64{}}
+	return &FragMemo{kinds: newKindSet(tasks), memo: map[fragKey]float64{}}
 }
 
 // Tasks returns the task kinds the memo computes fragmentation over.
-func (m *FragMemo) Tasks() []FragTask { return m.tasks }
+func (m *FragMemo) Tasks() []FragTask { return m.kinds.tasks }
 
 // Fragmentation is Fragmentation(n, m.Tasks()).
 func (m *FragMemo) Fragmentation(n FragNode) float64 {
 	if len(n.GPUMilliLeft) > maxGPUsPerNode {
-		return Fragmentation(n, m.tasks)
+		return m.kinds.fragmentation(n)
 	}
 	k := fragKey{cpu: n.MilliCPULeft, mem: n.MemoryMiBLeft, n: len(n.GPUMilliLeft), model: n.Model}
 	copy(k.left[:], n.GPUMilliLeft)
@@ -49,7 +49,7 @@ func (m *FragMemo) Fragmentation(n FragNode) float64 {
 	if len(m.memo) >= memoLimit {
 		clear(m.memo)
 	}
-	f := Fragmentation(n, m.tasks)
+	f := m.kinds.fragmentation(n)
 	m.memo[k] = f
 	return f
 }
