@@ -40,6 +40,9 @@ type Options struct {
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.
 	LogDir string
+	// NoPodEvents runs gpuadmit without its per-pod Events (the webhook's
+	// --pod-events=false); false runs it as deployed, recording them.
+	NoPodEvents bool
 	// ProfileDir, when set, receives a CPU profile of this process (the
 	// clients, gpuadmit's and the no-op webhook) for every measured round,
 	// cpu-<config>-<level>-r<round>.pprof; empty profiles nothing.

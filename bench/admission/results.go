@@ -53,6 +53,7 @@ type Settings struct {
 	Nodes        int      `json:"nodes"`
 	Configs      []string `json:"configs"`
 	PodShapes    int      `json:"podShapes"`
+	PodEvents    bool     `json:"podEvents"` // gpuadmit recorded an Event per pod (its default)
 	Sequence     []string `json:"sequence"` // "level/round/config", in the order they ran
 }
 

@@ -158,8 +158,11 @@ func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*i
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}})
-	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme,
-		mutate.HandlerOptions{Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}, Quotas: quotas{mgr.GetCache()}})
+	ho := mutate.HandlerOptions{Quotas: quotas{mgr.GetCache()}}
+	if !opts.NoPodEvents {
+		ho.Recorder = recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}
+	}
+	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme, ho)
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr(true)})
 	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator(opts.Self, scheme), RecoverPanic: ptr(true)})

@@ -38,6 +38,8 @@ type Options struct {
 	// kwok), e.g. for an admission benchmark where pods need not schedule and
 	// kwok's node heartbeats would only add load; nil starts them all.
 	Skip []string
+	// NoPodEvents is the webhook's option of that name; false records Events.
+	NoPodEvents bool
 }
 
 // Cluster is a running control plane.
@@ -226,6 +228,7 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 		Policies: c.opts.Policies, PolicyInterval: time.Second,
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
+		NoPodEvents: c.opts.NoPodEvents,
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &inProcess{cancel: cancel, done: make(chan error, 1), probe: probe, log: logf}
