@@ -284,8 +284,8 @@ func Markdown(sums []Summary) string {
 		"arrived so far first reaches the given % of capacity (the ideal is 100 − arrived, 0 from 100%\n" +
 		"on). The 100% columns give the mean, median and min–max over seeds, the others the mean.\n" +
 		"Decision time is per pod (score every node, choose, place): the mean over seeds of each run's\n" +
-		"p50 and p99, and the largest p99 of any seed, taken with other runs in parallel, so compare it\n" +
-		"within a table, not across machines.\n\n")
+		"p50 and p99, and the largest p99 of any seed, on the machine that ran the study (one run at a\n" +
+		"time unless --workers says otherwise), so compare it within a table, not across machines.\n\n")
 	fmt.Fprintf(&b, "Seeds: %s.\n", seedList(sums))
 	for _, w := range workloadsOf(sums) {
 		fmt.Fprintf(&b, "\n## %s\n\n", w)

@@ -25,9 +25,9 @@ const defaultStudyWorkloads = "default,gpushare40,gpushare60,gpushare80,gpushare
 
 func benchStudyCmd() *cobra.Command {
 	f := studyFlags{trace: "../shared/data/openb", workloads: defaultStudyWorkloads, policies: "all",
-		seeds: "42-51", out: "docs/benchmarks/packing", workers: 2}
+		seeds: "42-51", out: "docs/benchmarks/packing", workers: 1}
 	cmd := &cobra.Command{
-		Use:   "study --trace DIR --workloads A,B --policies all --seeds 42-51 --workers 2 --out DIR",
+		Use:   "study --trace DIR --workloads A,B --policies all --seeds 42-51 --workers 1 --out DIR",
 		Short: "Run the packing study for every workload, policy and seed and write its report",
 		Long: "Run `bench packing` for every workload, policy and seed, then write into --out the raw\n" +
 			"results (results.json), their summary over seeds (summary.json, summary.md) and plots\n" +
@@ -42,7 +42,7 @@ func benchStudyCmd() *cobra.Command {
 	fl.StringVar(&f.workloads, "workloads", f.workloads, "comma-separated pod lists: default, gpushare40, multigpu20, … or file names")
 	fl.StringVar(&f.policies, "policies", f.policies, "comma-separated policies, or all: "+strings.Join(packing.Policies, ", "))
 	fl.StringVar(&f.seeds, "seeds", f.seeds, "seeds: comma-separated numbers and ranges (42-51, 42,45)")
-	fl.IntVar(&f.workers, "workers", f.workers, "runs at a time")
+	fl.IntVar(&f.workers, "workers", f.workers, "runs at a time; more than one makes runs compete for CPU and inflates the decision times")
 	fl.StringVar(&f.out, "out", f.out, "directory for results.json, summary.json, summary.md and the PNGs")
 	return cmd
 }
