@@ -13,6 +13,9 @@ type NodeState struct {
 	MemLeft int64
 	GPULeft []int64 // milli-GPU left on each GPU
 	Version int
+	// TieRank orders nodes whose scores tie, lowest first (see choose);
+	// NewCluster sets the node's index, Simulate a seeded permutation.
+	TieRank int
 	tags    map[string]int // GPU-request classes of the pods placed (GPU Clustering)
 }
 
@@ -30,7 +33,7 @@ func NewCluster(nodes []Node) *Cluster {
 			left[g] = milliPerGPU
 		}
 		c.Nodes[i] = &NodeState{Node: n, Index: i, CPULeft: n.MilliCPU, MemLeft: n.MemoryMiB,
-			GPULeft: left, tags: map[string]int{}}
+			GPULeft: left, TieRank: i, tags: map[string]int{}}
 	}
 	return c
 }

@@ -22,7 +22,7 @@ const bestFitTie = 1.0 / 100
 //   - a kind's memory counts: a node too short of memory for a kind
 //     strands its idle GPUs for that kind as surely as one short of CPU;
 //   - the growth itself is compared, not ⌊100·sigmoid(−Δ/1000)⌋, whose
-//     integer steps turn most choices into random ties;
+//     integer steps turn most choices into ties;
 //   - GPU a node's CPU cannot feed at the workload's CPU per GPU counts as
 //     stranded before any kind stops fitting.
 type GPUAdmit struct {

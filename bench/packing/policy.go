@@ -8,8 +8,8 @@ import (
 )
 
 // Policy scores the nodes a pod fits and picks its GPUs on the chosen node.
-// The simulator places a pod on a node of highest score, ties broken at
-// random, as kube-scheduler's selectHost does.
+// The simulator places a pod on a node of highest score, ties going to the
+// name that sorts first, as the artifact's kube-scheduler does (choose).
 type Policy interface {
 	// Score is higher for a better node; it is only asked about nodes n
 	// where n.Fits(p).

@@ -2,13 +2,15 @@ package packing
 
 import (
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Options of a run. The zero value uses the wall clock and the protocol's
 // arrival points.
 type Options struct {
-	// Seed seeds the policy's random choices (ties, Random). Default 0.
+	// Seed seeds the policy's random choices (Random's). Default 0.
 	Seed uint64
 	// Arrived lists the arrival points, fractions of the cluster's GPU
 	// capacity, ascending. Default: 0.50, 0.55, …, 1.30.
@@ -46,6 +48,7 @@ func DefaultArrived() []float64 {
 func Simulate(c *Cluster, pods []Pod, policy Policy, o Options) Run {
 	o = o.withDefaults()
 	r := newRand(o.Seed)
+	rankTies(c, r)
 	capacity := c.CapacityMilli()
 	var run Run
 	var arrived, allocated int64
@@ -78,28 +81,56 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// choose returns a node of highest score among those p fits, ties broken
-// uniformly at random; nil when p fits none.
+// choose returns a node of highest score among those p fits, ties going to
+// the lowest TieRank; nil when p fits none. That is the artifact's
+// kube-scheduler: its vendored generic_scheduler.go selectHost takes the
+// tied node whose name sorts first ("for reproducibility") instead of
+// drawing one, and its simulator prefixes every node's name with its place
+// in a seeded permutation (syncClusterResourceList), so a tie goes to the
+// first node of a random order fixed for the run (rankTies). Random still
+// draws (its score is max on one feasible node drawn uniformly, as the
+// artifact's RandomScore does).
 func choose(c *Cluster, p Pod, policy Policy, r *rand.Rand) *NodeState {
+	if _, ok := policy.(Random); ok {
+		return draw(c, p, r)
+	}
 	var best *NodeState
 	var bestScore float64
-	ties := 0
 	for _, n := range c.Nodes {
 		if !n.Fits(p) {
 			continue
 		}
 		s := policy.Score(n, p)
-		switch {
-		case best == nil || s > bestScore:
-			best, bestScore, ties = n, s, 1
-		case s == bestScore:
-			ties++
-			if r.IntN(ties) == 0 {
-				best = n
-			}
+		if best == nil || s > bestScore || s == bestScore && n.TieRank < best.TieRank {
+			best, bestScore = n, s
 		}
 	}
 	return best
+}
+
+// rankTies orders c's nodes for ties as the artifact does: sorted by name,
+// the i-th node takes the i-th number of a permutation drawn from r.
+func rankTies(c *Cluster, r *rand.Rand) {
+	byName := slices.Clone(c.Nodes)
+	slices.SortFunc(byName, func(a, b *NodeState) int { return strings.Compare(a.Name, b.Name) })
+	for i, j := range r.Perm(len(byName)) {
+		byName[i].TieRank = j
+	}
+}
+
+// draw returns a node p fits, drawn uniformly; nil when p fits none.
+func draw(c *Cluster, p Pod, r *rand.Rand) *NodeState {
+	var picked *NodeState
+	seen := 0
+	for _, n := range c.Nodes {
+		if n.Fits(p) {
+			seen++
+			if r.IntN(seen) == 0 {
+				picked = n
+			}
+		}
+	}
+	return picked
 }
 
 func point(arrived float64, allocated, capacity int64) Point {

@@ -67,3 +67,41 @@ func TestInflate(t *testing.T) {
 		t.Error("seeds 42 and 43 gave the same workload")
 	}
 }
+
+// TestTiesGoToTheLowestRank: as in the artifact's kube-scheduler, a tie
+// goes to the node first in the run's tie order, whatever the seed; Random
+// alone draws among the nodes that fit; the tie order is a permutation the
+// seed fixes.
+func TestTiesGoToTheLowestRank(t *testing.T) {
+	c := tiny()
+	// Packing scores n1 and n2 49 for a whole GPU (TestScores), n0 31.
+	for _, ranks := range [][3]int{{0, 1, 2}, {0, 2, 1}, {2, 0, 1}} {
+		for i, n := range c.Nodes {
+			n.TieRank = ranks[i]
+		}
+		want := "n1"
+		if ranks[2] < ranks[1] {
+			want = "n2"
+		}
+		for seed := range uint64(20) {
+			if n := choose(c, whole, Packing{}, newRand(seed)); n == nil || n.Name != want {
+				t.Fatalf("ranks %v, seed %d: chose %v, want %s", ranks, seed, n, want)
+			}
+		}
+	}
+	drawn := map[string]int{}
+	for seed := range uint64(60) {
+		drawn[choose(c, whole, Random{}, newRand(seed)).Name]++
+	}
+	if len(drawn) != 3 {
+		t.Errorf("Random over 60 seeds drew %v, want every node that fits", drawn)
+	}
+	orders := map[[3]int]bool{}
+	for seed := range uint64(30) {
+		rankTies(c, newRand(seed))
+		orders[[3]int{c.Nodes[0].TieRank, c.Nodes[1].TieRank, c.Nodes[2].TieRank}] = true
+	}
+	if len(orders) < 4 {
+		t.Errorf("30 seeds gave %d tie orders of 3 nodes, want most of the 6", len(orders))
+	}
+}
