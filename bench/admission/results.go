@@ -54,7 +54,7 @@ type Settings struct {
 	Configs      []string `json:"configs"`
 	PodShapes    int      `json:"podShapes"`
 	PodEvents    bool     `json:"podEvents"` // gpuadmit recorded an Event per pod (its default)
-	Sequence     []string `json:"sequence"` // "level/round/config", in the order they ran
+	Sequence     []string `json:"sequence"`  // "level/round/config", in the order they ran
 }
 
 // Equivalence is one pod shape under gpuadmit and under OPA.
