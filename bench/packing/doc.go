@@ -56,8 +56,8 @@
 //     the GPU stranded for want of CPU, ties to the best fit (GPUAdmit).
 //
 // Whole GPUs are the node's first idle GPUs by index; a share goes on the
-// best-fit GPU except under Random and FGD. Where the artifact is silent or
-// could not be read, this package chooses and says so: the GPU selection of
-// Clustering, Packing and BestFit is assumed best fit; GPU Clustering counts
-// only pods with GPU in a node's classes.
+// best-fit GPU except under Random and FGD: the artifact's run scripts give
+// Clustering, Packing and BestFit no -gpusel, so generate_config_and_run.py's
+// default "best" applies. GPU Clustering counts only pods with GPU in a
+// node's classes, as the artifact's GetNodeResourceViaNodeInfo does.
 package packing
