@@ -54,18 +54,13 @@ func TaskFragment(n FragNode, t FragTask) int64 {
 }
 
 func taskFragment(n FragNode, t FragTask, left int64) int64 {
-	if t.GPUMilli == 0 || !ModelAllowed(t.Spec, n.Model) ||
-		n.MilliCPULeft < t.MilliCPU || n.MemoryMiBLeft < t.MemoryMiB ||
-		!gpusFit(n.GPUMilliLeft, t.GPUMilli, t.GPUs) {
+	if n.MilliCPULeft < t.MilliCPU || n.MemoryMiBLeft < t.MemoryMiB {
 		return left
 	}
-	var frag int64
-	for _, g := range n.GPUMilliLeft {
-		if g < t.GPUMilli {
-			frag += g
-		}
+	if frag := shapeFragment(n, shapeOf(t)); frag >= 0 {
+		return frag
 	}
-	return frag
+	return left
 }
 
 // ModelAllowed reports whether a GPU of model may serve a task whose spec

@@ -21,11 +21,15 @@ type gpuShape struct {
 	spec  string
 }
 
+func shapeOf(t FragTask) gpuShape {
+	return gpuShape{milli: t.GPUMilli, gpus: t.GPUs, spec: t.Spec}
+}
+
 func newKindSet(tasks []FragTask) *kindSet {
 	s := &kindSet{tasks: tasks, shape: make([]int, len(tasks))}
 	index := map[gpuShape]int{}
 	for i, t := range tasks {
-		sh := gpuShape{milli: t.GPUMilli, gpus: t.GPUs, spec: t.Spec}
+		sh := shapeOf(t)
 		j, ok := index[sh]
 		if !ok {
 			j = len(s.shapes)
@@ -61,7 +65,9 @@ func (s *kindSet) fragmentation(n FragNode) float64 {
 }
 
 // shapeFragment is the milli-GPU idle on n that a task of shape sh cannot
-// use when its CPU and memory fit (TaskFragment), or -1 when its GPUs do not.
+// use when its CPU and memory fit (taskFragment), or -1 when it cannot run
+// there whatever its CPU and memory: no GPU asked, model refused, or too
+// few GPUs with enough left.
 func shapeFragment(n FragNode, sh gpuShape) int64 {
 	if sh.milli == 0 || !ModelAllowed(sh.spec, n.Model) || !gpusFit(n.GPUMilliLeft, sh.milli, sh.gpus) {
 		return -1
