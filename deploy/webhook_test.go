@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // webhookCommon are the settings both webhooks share, as their Go fields.
@@ -75,7 +76,7 @@ func checkWebhook(t *testing.T, objs objects, w webhookCommon, name, path string
 	}
 	wantRules := []admissionregistrationv1.RuleWithOperations{{
 		Operations: []admissionregistrationv1.OperationType{op},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr(admissionregistrationv1.NamespacedScope)},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
 	}}
 	if !cmp.Equal(w.rules, wantRules) {
 		t.Errorf("%s rules = %+v, want pods %s", name, w.rules, op)
@@ -227,8 +228,6 @@ func unstructured(t *testing.T, obj runtime.Object) map[string]any {
 	}
 	return u
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // show prints what a pointer field holds, or that it is unset.
 func show[T any](p *T) string {

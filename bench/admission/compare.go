@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 )
 
 // Mutation is what a GPU webhook changed in a pod, in a form two webhooks'
@@ -27,7 +28,7 @@ type Mutation struct {
 func MutationOf(p *corev1.Pod) Mutation {
 	m := Mutation{NodeSelector: p.Spec.NodeSelector, PriorityClassName: p.Spec.PriorityClassName}
 	if p.Spec.Priority != nil {
-		m.Priority = fmt.Sprintf("%d/%s", *p.Spec.Priority, ptrString(p.Spec.PreemptionPolicy))
+		m.Priority = fmt.Sprintf("%d/%s", *p.Spec.Priority, ptr.Deref(p.Spec.PreemptionPolicy, ""))
 	}
 	for _, t := range p.Spec.Tolerations {
 		m.Tolerations = append(m.Tolerations, fmt.Sprintf("%s %s %s:%s", t.Key, t.Operator, t.Value, t.Effect))
@@ -70,11 +71,4 @@ func (m Mutation) Diff(other Mutation) string {
 
 func isEmpty(v reflect.Value) bool {
 	return v.IsZero() || (v.Kind() == reflect.Map || v.Kind() == reflect.Slice) && v.Len() == 0
-}
-
-func ptrString[T ~string](p *T) string {
-	if p == nil {
-		return ""
-	}
-	return string(*p)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
@@ -164,8 +165,8 @@ func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventor
 	}
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme, ho)
 	srv := mgr.GetWebhookServer()
-	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr(true)})
-	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator(opts.Self, scheme), RecoverPanic: ptr(true)})
+	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator(opts.Self, scheme), RecoverPanic: ptr.To(true)})
 }
 
 func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {
@@ -195,5 +196,3 @@ func policyName(p string) string {
 	}
 	return p
 }
-
-func ptr[T any](v T) *T { return &v }
