@@ -33,12 +33,14 @@
 //
 // Policies, each as the artifact scores a feasible node (integer scores
 // 0…100; 128 CPUs and 8 GPUs are the artifact's normalisation constants).
-// A tie goes to the node whose name sorts first: the artifact vendors
-// kube-scheduler with selectHost changed from a random pick among tied
-// nodes to the smallest name "for reproducibility"
-// (vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go). With
-// scores this coarse most choices are ties, so this matters: with random
-// ties Clustering, Packing and FGD end 3–5 points worse than the paper's.
+// A tie goes to the first node of an order drawn once per run from the
+// seed: the artifact vendors kube-scheduler with selectHost changed from a
+// random pick among tied nodes to the smallest name "for reproducibility"
+// (vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go), and
+// its simulator prefixes each node's name with its place in a seeded
+// permutation (syncClusterResourceList). With scores this coarse most
+// choices are ties, so this matters: with random ties Clustering, Packing
+// and FGD end 3–5 points worse than the paper's.
 //
 //   - Random: any feasible node; a share on a random GPU that holds it.
 //   - DotProd (Tetris): the least dot product of the node's free (CPU,

@@ -9,7 +9,7 @@ import (
 
 // Policy scores the nodes a pod fits and picks its GPUs on the chosen node.
 // The simulator places a pod on a node of highest score, ties going to the
-// name that sorts first, as the artifact's kube-scheduler does (choose).
+// first node of the run's seeded order, as in the artifact (choose).
 type Policy interface {
 	// Score is higher for a better node; it is only asked about nodes n
 	// where n.Fits(p).
