@@ -7,13 +7,13 @@ import "github.com/gpuadmit/gpuadmit/pkg/allocator"
 // accounting names come from pkg/allocator, which both sides import.
 const (
 	// AnnotationGPUs holds the node's GPUs as a JSON list of GPU.
-	AnnotationGPUs = "gpuadmit.io/gpus"
+	AnnotationGPUs = allocator.AnnotationGPUs
 	// ResourceShare is the shared-memory resource the device plugin serves.
-	ResourceShare = "gpuadmit.io/gpu-mem"
+	ResourceShare = allocator.ResourceShare
 	// ResourceMemoryMiB is the accounting resource: GPU memory in MiB, any form.
 	ResourceMemoryMiB = allocator.ResourceMemoryMiB
 	// DefaultUnitMiB is the memory behind one device of ResourceShare.
-	DefaultUnitMiB = 1024
+	DefaultUnitMiB = allocator.DefaultShareUnitMiB
 )
 
 // ModelResource is the per-model accounting resource (allocator.AccountingResource).

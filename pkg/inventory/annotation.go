@@ -11,26 +11,15 @@ import (
 // AnnotationGPUs is the node agent's per-GPU detail: what NVML reported on
 // the node (real memory, MIG profiles and placements). It wins over GFD's
 // labels and the catalog, which it was read to confirm.
-const AnnotationGPUs = "gpuadmit.io/gpus"
-
-// agentGPU is the part of the agent's annotation the inventory reads (the
-// agent's own type, pkg/agent.GPU, carries more; a test in pkg/agent holds
-// the two to one JSON shape).
-type agentGPU struct {
-	Model     string              `json:"model"`
-	MemoryMiB int64               `json:"memoryMiB"`
-	MIGMode   string              `json:"migMode"`
-	Profiles  []allocator.Profile `json:"profiles,omitempty"`
-	Healthy   bool                `json:"healthy"`
-}
+const AnnotationGPUs = allocator.AnnotationGPUs
 
 // agentGPUs reads the annotation; ok is false when it is absent or malformed.
-func agentGPUs(n *corev1.Node) ([]agentGPU, bool) {
+func agentGPUs(n *corev1.Node) ([]allocator.NodeGPU, bool) {
 	raw, ok := n.Annotations[AnnotationGPUs]
 	if !ok {
 		return nil, false
 	}
-	var gpus []agentGPU
+	var gpus []allocator.NodeGPU
 	if err := json.Unmarshal([]byte(raw), &gpus); err != nil || len(gpus) == 0 {
 		return nil, false
 	}

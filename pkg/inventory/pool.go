@@ -30,13 +30,13 @@ const (
 	LabelCount       = "nvidia.com/gpu.count"
 	LabelMIGStrategy = "nvidia.com/mig.strategy"
 
-	ResourceGPU       = "nvidia.com/gpu"
-	ResourceShare     = "gpuadmit.io/gpu-mem"
-	ResourceGPUShare  = "aliyun.com/gpu-mem"
+	ResourceGPU       = allocator.ResourceGPU
+	ResourceShare     = allocator.ResourceShare
+	ResourceGPUShare  = allocator.ResourceGPUShare
 	resourceMIGPrefix = "nvidia.com/mig-"
 
 	// DefaultShareUnitMiB is the size of one unit of a memory-share resource.
-	DefaultShareUnitMiB = 1024
+	DefaultShareUnitMiB = allocator.DefaultShareUnitMiB
 )
 
 // Profile is a MIG profile a pool serves, with the resource that asks for it.
