@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -17,9 +18,9 @@ func (inv *Inventory) add(g gpuNode) {
 		p = newPool(name, g)
 		inv.byName[name] = p
 		inv.Pools = append(inv.Pools, p)
-	} else if p.Product != g.product || p.Mode != g.mode {
-		inv.warnf("node %s (%s, %s) disagrees with pool %s (%s, %s); left out",
-			g.node.Name, g.product, g.mode, name, p.Product, p.Mode)
+	} else if p.Product != g.product || p.Mode != g.mode || p.offer != g.offer {
+		inv.warnf("node %s (%s, %s%s) disagrees with pool %s (%s, %s%s); left out",
+			g.node.Name, g.product, g.mode, offerText(g.offer), name, p.Product, p.Mode, offerText(p.offer))
 		return
 	}
 	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc})
@@ -51,12 +52,24 @@ func newPool(name string, g gpuNode) *Pool {
 	case Whole, MIGSingle:
 		p.Resource = ResourceGPU
 	case Shared:
+		p.offer = g.offer
 		p.Resource, p.ShareUnitMiB = ResourceShare, DefaultShareUnitMiB
-		if g.alloc[ResourceShare] == 0 {
+		switch {
+		case g.offer.Resource != "":
+			p.Resource, p.ShareUnitMiB, p.SharesPerGPU = g.offer.Resource, g.offer.UnitMiB, g.offer.SharesPerGPU
+		case g.alloc[ResourceShare] == 0:
 			p.Resource = ResourceGPUShare
 		}
 	}
 	return p
+}
+
+// offerText is a share offer as a disagreement warning shows it.
+func offerText(o allocator.ShareOffer) string {
+	if o.Resource == "" {
+		return ""
+	}
+	return fmt.Sprintf(", %d shares of %d MiB per GPU as %s", o.SharesPerGPU, o.UnitMiB, o.Resource)
 }
 
 // gpuMemory is one GPU's memory: the agent's NVML reading, else GFD's

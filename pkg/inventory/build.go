@@ -18,7 +18,10 @@ type Inventory struct {
 	Pools []*Pool
 	// Warnings say which nodes or profiles were left out and why.
 	Warnings []string
-	byName   map[string]*Pool
+	// Refused are the GPU nodes kept out of every pool because placing on
+	// them could hand one GPU out twice; each is also a warning.
+	Refused []Refusal
+	byName  map[string]*Pool
 }
 
 // Pool returns the pool with that name.
@@ -38,6 +41,7 @@ type gpuNode struct {
 	known         bool
 	gpus          int64
 	alloc         map[string]int64
+	offer         allocator.ShareOffer // the agent's share offer; zero when it has none
 }
 
 // Build groups nodes into pools. Nodes without GPU resources are ignored;
@@ -54,7 +58,7 @@ func Build(nodes []corev1.Node, cat *allocator.Catalog) *Inventory {
 	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, n := range sorted {
-		g, ok := classify(n, cat)
+		g, ok := inv.classify(n, cat)
 		if !ok {
 			continue
 		}
@@ -89,8 +93,18 @@ func (inv *Inventory) warnf(format string, args ...any) {
 	inv.Warnings = append(inv.Warnings, fmt.Sprintf(format, args...))
 }
 
-func classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
-	g := gpuNode{node: n, product: n.Labels[LabelProduct], alloc: gpuAllocatable(n)}
+// classify reads a node's GPU resources and mode; ok is false for a node
+// without GPU resources and for one the inventory refuses.
+func (inv *Inventory) classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
+	offer, _, err := shareOffer(n)
+	if err != nil {
+		inv.warnf("node %s: %v; its share resource is read with the defaults", n.Name, err)
+	}
+	g := gpuNode{node: n, product: n.Labels[LabelProduct], alloc: gpuAllocatable(n, offer), offer: offer}
+	if share := doubleServed(g.alloc, offer); share != "" {
+		inv.refuse(n, doubleServedReason(g.alloc, share))
+		return g, false
+	}
 	g.baseProduct = g.product
 	if base, profile, ok := allocator.SplitMIGProduct(g.product); ok {
 		g.baseProduct, g.singleProfile = base, allocator.NormalizeProfile(profile)
@@ -103,7 +117,7 @@ func classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
 		// Under the single strategy GFD names the profile in the product
 		// label; a GPU without MIG enabled keeps its plain product and is whole.
 		g.mode = MIGSingle
-	case g.alloc[ResourceShare] > 0 || g.alloc[ResourceGPUShare] > 0:
+	case g.shares() > 0:
 		g.mode = Shared
 	case g.alloc[ResourceGPU] > 0:
 		g.mode = Whole
@@ -117,10 +131,19 @@ func classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
 	return g, true
 }
 
-func gpuAllocatable(n *corev1.Node) map[string]int64 {
+// shares is how many share devices the node advertises, of any share resource.
+func (g gpuNode) shares() int64 {
+	var n int64
+	for _, r := range shareResources(g.offer) {
+		n += g.alloc[r]
+	}
+	return n
+}
+
+func gpuAllocatable(n *corev1.Node, offer allocator.ShareOffer) map[string]int64 {
 	out := map[string]int64{}
 	for name, q := range n.Status.Allocatable {
-		if IsGPUResource(string(name)) && q.Value() > 0 {
+		if (IsGPUResource(string(name)) || string(name) == offer.Resource) && q.Value() > 0 {
 			out[string(name)] = q.Value()
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -30,6 +32,11 @@ type Live struct {
 	nodes client.Reader
 	cat   *allocator.Catalog
 	log   logr.Logger
+	// Events, when set, receives a Warning Event on each node the inventory
+	// refuses, once per reason; nil logs only.
+	Events events.EventRecorder
+
+	refused map[string]string // node → reason last reported; under mu
 
 	gen  atomic.Uint64 // bumped by node events that matter
 	mu   sync.Mutex    // one rebuild at a time
@@ -77,7 +84,35 @@ func (l *Live) Inventory() *Inventory {
 	for _, w := range inv.Warnings {
 		l.log.V(1).Info("inventory", "warning", w)
 	}
+	l.reportRefusals(inv, nodes.Items)
 	return inv
+}
+
+// reportRefusals logs and records each newly refused node (or new reason)
+// once: the inventory is rebuilt on every relevant node change, and a
+// refusal that has not changed is not news. l.mu is held.
+func (l *Live) reportRefusals(inv *Inventory, nodes []corev1.Node) {
+	now := make(map[string]string, len(inv.Refused))
+	for _, r := range inv.Refused {
+		now[r.Node] = r.Reason
+		if l.refused[r.Node] == r.Reason {
+			continue
+		}
+		l.log.Info("Node refused: gpuadmit places no GPU pod on it", "node", klog.KRef("", r.Node), "reason", r.Reason)
+		if n := findNode(nodes, r.Node); n != nil && l.Events != nil {
+			l.Events.Eventf(n, nil, corev1.EventTypeWarning, "GPUNodeRefused", "Inventory", "gpuadmit refuses this node: %s", r.Reason)
+		}
+	}
+	l.refused = now
+}
+
+func findNode(nodes []corev1.Node, name string) *corev1.Node {
+	for i := range nodes {
+		if nodes[i].Name == name {
+			return &nodes[i]
+		}
+	}
+	return nil
 }
 
 // Handler marks the inventory stale on node events that change what Build reads.
@@ -95,9 +130,12 @@ func (l *Live) Handler() toolscache.ResourceEventHandler {
 	}
 }
 
-// relevantChange ignores heartbeats and conditions: only what pools are built from.
+// relevantChange ignores heartbeats and conditions: only what pools are built
+// from, the agent's annotations included.
 func relevantChange(o, n *corev1.Node) bool {
 	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		o.Annotations[allocator.AnnotationGPUs] != n.Annotations[allocator.AnnotationGPUs] ||
+		o.Annotations[allocator.AnnotationShare] != n.Annotations[allocator.AnnotationShare] ||
 		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
 }

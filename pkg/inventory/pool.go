@@ -71,6 +71,13 @@ type Pool struct {
 	Resource string `json:"resource,omitempty"`
 	// ShareUnitMiB is the MiB in one unit of a shared pool's resource.
 	ShareUnitMiB int64 `json:"shareUnitMiB,omitempty"`
+	// SharesPerGPU is set where gpuadmit's agent serves the pool's shares
+	// (its allocator.ShareOffer): each GPU is cut into this many devices of
+	// ShareUnitMiB and a container takes exactly one, so the stock
+	// scheduler's node-wide count is a per-GPU count. Zero for share
+	// resources served otherwise (gpushare), whose units a container may
+	// take several of.
+	SharesPerGPU int64 `json:"sharesPerGPU,omitempty"`
 	// Profiles are the MIG profiles the pool serves, smallest first.
 	Profiles []Profile `json:"profiles,omitempty"`
 	// NodeSelector pins a pod to the pool.
@@ -95,7 +102,8 @@ type Pool struct {
 	// placed on it must also say it wants no node with gpuadmit.io/pool.
 	ExcludeNamed bool `json:"excludeNamed"`
 
-	common map[string]string // selector labels all nodes share
+	common map[string]string    // selector labels all nodes share
+	offer  allocator.ShareOffer // the nodes' share offer, which all must share
 }
 
 // Profile returns the MIG profile the pool serves under that name ("1g.10gb+me" or "1g.10gb.me").
@@ -120,6 +128,9 @@ func (p *Pool) AllocatorProfiles() []allocator.Profile {
 
 // UnitsPerGPU is how many share units one GPU of a shared pool holds.
 func (p *Pool) UnitsPerGPU() int64 {
+	if p.SharesPerGPU > 0 {
+		return p.SharesPerGPU
+	}
 	if p.ShareUnitMiB <= 0 {
 		return 0
 	}

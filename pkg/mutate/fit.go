@@ -170,6 +170,9 @@ func fitShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	if r.Count != 1 {
 		return assignment{}, fmt.Errorf("a memory share lives on one GPU; %s spans %d GPUs", r, r.Count)
 	}
+	if pool.SharesPerGPU > 0 {
+		return fitOneShare(r, pool)
+	}
 	perGPU := pool.UnitsPerGPU()
 	if perGPU == 0 {
 		return assignment{}, fmt.Errorf("the pool's GPU memory is unknown")
@@ -209,4 +212,36 @@ func fitWhole(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	}
 	why := fmt.Sprintf("%d whole GPU(s)", count)
 	return assignment{resource: pool.Resource, quantity: count, givenMiB: pool.GPUMemoryMiB * count, why: why}, nil
+}
+
+// fitOneShare sizes a request on a pool where gpuadmit's agent cuts each GPU
+// into SharesPerGPU equal shares and a container takes exactly one: the
+// request must fit in one share. Taking one device only is what makes the
+// stock scheduler's node-wide count a per-GPU count (allocator.ShareOffer).
+func fitOneShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
+	var need int64
+	var what string
+	switch r.Form {
+	case intent.Memory:
+		need, what = r.MemoryMiB, fmt.Sprintf("%d MiB", r.MemoryMiB)
+	case intent.Fraction:
+		// A fraction is of the GPU, and a share is 1/SharesPerGPU of it,
+		// whatever MiB the rounding of either comes to.
+		if r.FractionMilli*pool.SharesPerGPU > 1000 {
+			return assignment{}, fmt.Errorf("%d/1000 of a GPU exceeds the pool's one share size, 1/%d of a GPU (%d MiB)",
+				r.FractionMilli, pool.SharesPerGPU, pool.ShareUnitMiB)
+		}
+		what = fmt.Sprintf("%d/1000 of a GPU", r.FractionMilli)
+	case intent.Whole:
+		return assignment{}, fmt.Errorf("a whole GPU is not a share: the pool cuts each GPU into %d shares of %d MiB",
+			pool.SharesPerGPU, pool.ShareUnitMiB)
+	default:
+		return assignment{}, fmt.Errorf("%s is a MIG slice, not a memory share", r)
+	}
+	if need > pool.ShareUnitMiB {
+		return assignment{}, fmt.Errorf("%s exceeds the pool's one share size, %d MiB (each GPU is cut into %d shares)",
+			what, pool.ShareUnitMiB, pool.SharesPerGPU)
+	}
+	why := fmt.Sprintf("%s fits the pool's one share size, %d MiB (1/%d of a GPU)", what, pool.ShareUnitMiB, pool.SharesPerGPU)
+	return assignment{resource: pool.Resource, quantity: 1, givenMiB: pool.ShareUnitMiB, why: why}, nil
 }

@@ -141,6 +141,7 @@ func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine
 // and PriorityClass informers.
 func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*inventory.Live, error) {
 	live := inventory.NewLive(mgr.GetCache(), allocator.Default(), log.WithName("inventory"))
+	live.Events = mgr.GetEventRecorder("gpuadmit-inventory")
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
 	if err != nil {
 		return nil, fmt.Errorf("node informer: %w", err)
