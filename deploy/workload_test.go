@@ -64,6 +64,7 @@ func checkRBAC(t *testing.T, objs objects) {
 		"/nodes:get", "/nodes:list", "/nodes:watch",
 		"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
 		"events.k8s.io/events:create", "events.k8s.io/events:patch",
+		"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
 		"scheduling.k8s.io/priorityclasses:get", "scheduling.k8s.io/priorityclasses:list", "scheduling.k8s.io/priorityclasses:watch",
 	}
 	slices.Sort(got)

@@ -34,6 +34,24 @@ const (
 	NodeModeDRA = "dra"
 )
 
+// gpuadmit's DRA driver: the driver of its ResourceSlices and the domain of
+// its device attributes, which the inventory reads to know DRA nodes.
+const (
+	// DRADriver is the driver name.
+	DRADriver = "gpu.gpuadmit.io"
+	// DRAAttrType is "gpu" for a GPU without MIG, "mig" for a MIG instance.
+	DRAAttrType = "type"
+	// DRAAttrModel is the catalog model ("H100-80GB").
+	DRAAttrModel = "model"
+	// DRAAttrProfile is a MIG instance's profile ("3g.40gb").
+	DRAAttrProfile = "profile"
+	// DRACapacityMemory is a device's memory in bytes.
+	DRACapacityMemory = "memory"
+	// DRATypeGPU and DRATypeMIG are the values of DRAAttrType.
+	DRATypeGPU = "gpu"
+	DRATypeMIG = "mig"
+)
+
 // MIG modes of a GPU, as NodeGPU writes them.
 const (
 	MIGEnabled     = "Enabled"

@@ -18,7 +18,7 @@ func (inv *Inventory) add(g gpuNode) {
 		p = newPool(name, g)
 		inv.byName[name] = p
 		inv.Pools = append(inv.Pools, p)
-	} else if p.Product != g.product || p.Mode != g.mode || p.offer != g.offer {
+	} else if p.Product != g.product || p.Mode != g.mode || p.offer != g.offer || p.DRA != g.dra {
 		inv.warnf("node %s (%s, %s%s) disagrees with pool %s (%s, %s%s); left out",
 			g.node.Name, g.product, g.mode, offerText(g.offer), name, p.Product, p.Mode, offerText(p.offer))
 		return
@@ -42,6 +42,7 @@ func newPool(name string, g gpuNode) *Pool {
 		Model:       g.baseProduct,
 		Product:     g.product,
 		Mode:        g.mode,
+		DRA:         g.dra,
 		Allocatable: map[string]int64{},
 		Taints:      []corev1.Taint{},
 	}
@@ -198,14 +199,16 @@ func (inv *Inventory) selector(p *Pool) map[string]string {
 		return map[string]string{LabelPool: p.Name}
 	}
 	sel := map[string]string{LabelProduct: p.Product}
-	if s := p.nodeLabel(LabelMIGStrategy); s != "" {
-		sel[LabelMIGStrategy] = s
+	for _, k := range []string{LabelMIGStrategy, allocator.LabelNodeMode} {
+		if s := p.nodeLabel(k); s != "" {
+			sel[k] = s
+		}
 	}
 	return sel
 }
 
 // selectorLabels are the node labels a pool's selector may use.
-var selectorLabels = []string{LabelPool, LabelMIGStrategy}
+var selectorLabels = []string{LabelPool, LabelMIGStrategy, allocator.LabelNodeMode}
 
 // keepCommonLabels keeps the selector labels that every node of the pool shares.
 func (p *Pool) keepCommonLabels(labels map[string]string, first bool) {

@@ -2,11 +2,13 @@ package inventory
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -42,12 +44,20 @@ type gpuNode struct {
 	gpus          int64
 	alloc         map[string]int64
 	offer         allocator.ShareOffer // the agent's share offer; zero when it has none
+	dra           bool                 // gpuadmit's DRA driver serves the GPUs
 }
 
 // Build groups nodes into pools. Nodes without GPU resources are ignored;
 // GPU nodes that cannot be pinned or that disagree with their pool are left
 // out with a warning. A nil catalog means allocator.Default().
 func Build(nodes []corev1.Node, cat *allocator.Catalog) *Inventory {
+	return BuildWithSlices(nodes, nil, cat)
+}
+
+// BuildWithSlices is Build where some nodes' GPUs are gpuadmit's DRA
+// driver's: those nodes are read from their ResourceSlices (dra.go).
+func BuildWithSlices(nodes []corev1.Node, rs []resourceapi.ResourceSlice, cat *allocator.Catalog) *Inventory {
+	dra := draNodes(rs)
 	if cat == nil {
 		cat = allocator.Default()
 	}
@@ -58,7 +68,7 @@ func Build(nodes []corev1.Node, cat *allocator.Catalog) *Inventory {
 	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, n := range sorted {
-		g, ok := inv.classify(n, cat)
+		g, ok := inv.classify(n, dra[n.Name], cat)
 		if !ok {
 			continue
 		}
@@ -95,12 +105,20 @@ func (inv *Inventory) warnf(format string, args ...any) {
 
 // classify reads a node's GPU resources and mode; ok is false for a node
 // without GPU resources and for one the inventory refuses.
-func (inv *Inventory) classify(n *corev1.Node, cat *allocator.Catalog) (gpuNode, bool) {
+func (inv *Inventory) classify(n *corev1.Node, devs []draDevice, cat *allocator.Catalog) (gpuNode, bool) {
 	offer, _, err := shareOffer(n)
 	if err != nil {
 		inv.warnf("node %s: %v; its share resource is read with the defaults", n.Name, err)
 	}
 	g := gpuNode{node: n, product: n.Labels[LabelProduct], alloc: gpuAllocatable(n, offer), offer: offer}
+	if len(devs) > 0 {
+		if why := draConflict(g.alloc); why != "" {
+			inv.refuse(n, why)
+			return g, false
+		}
+		g.dra, g.offer = true, allocator.ShareOffer{}
+		maps.Copy(g.alloc, draAllocatable(devs))
+	}
 	if share := doubleServed(g.alloc, offer); share != "" {
 		inv.refuse(n, doubleServedReason(g.alloc, share))
 		return g, false
@@ -179,6 +197,9 @@ func poolName(g gpuNode) string {
 	name := strings.ToLower(model) + "-" + string(g.mode)
 	if g.mode == MIGSingle {
 		name = strings.ToLower(model) + "-mig-" + strings.ReplaceAll(g.singleProfile, "+", ".")
+	}
+	if g.dra {
+		name += "-dra"
 	}
 	return sanitize(name)
 }

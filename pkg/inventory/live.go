@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -35,6 +36,10 @@ type Live struct {
 	// Events, when set, receives a Warning Event on each node the inventory
 	// refuses, once per reason; nil logs only.
 	Events events.EventRecorder
+	// Slices, when set, lists ResourceSlices (a cache whose ResourceSlice
+	// informer is wired to Handler), so nodes of gpuadmit's DRA driver form
+	// pools; nil where the cluster serves no resource.k8s.io/v1.
+	Slices client.Reader
 
 	refused map[string]string // node → reason last reported; under mu
 
@@ -78,7 +83,16 @@ func (l *Live) Inventory() *Inventory {
 		}
 		return Build(nil, l.cat)
 	}
-	inv := Build(nodes.Items, l.cat)
+	var slices resourceapi.ResourceSliceList
+	if l.Slices != nil {
+		if err := l.Slices.List(context.Background(), &slices); err != nil {
+			l.log.Error(err, "list resourceslices; keeping the last inventory")
+			if s := l.snap.Load(); s != nil {
+				return s.inv
+			}
+		}
+	}
+	inv := BuildWithSlices(nodes.Items, slices.Items, l.cat)
 	l.snap.Store(&snapshot{gen: gen, inv: inv})
 	poolCount.Set(float64(len(inv.Pools)))
 	for _, w := range inv.Warnings {
@@ -115,7 +129,8 @@ func findNode(nodes []corev1.Node, name string) *corev1.Node {
 	return nil
 }
 
-// Handler marks the inventory stale on node events that change what Build reads.
+// Handler marks the inventory stale on node events that change what Build
+// reads, and on every ResourceSlice event when wired to that informer too.
 func (l *Live) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { l.gen.Add(1) },
@@ -123,7 +138,7 @@ func (l *Live) Handler() toolscache.ResourceEventHandler {
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*corev1.Node)
 			n, ok2 := newObj.(*corev1.Node)
-			if !ok1 || !ok2 || relevantChange(o, n) {
+			if !ok1 || !ok2 || relevantChange(o, n) { // a ResourceSlice update always matters
 				l.gen.Add(1)
 			}
 		},

@@ -63,6 +63,10 @@ type Pool struct {
 	Product string `json:"product"`
 	// Mode is how the pool serves GPU.
 	Mode Mode `json:"mode"`
+	// DRA is true where gpuadmit's DRA driver serves the nodes' GPUs: the
+	// scheduler fits each claim on one device, and whole GPUs and MIG slices
+	// keep their nvidia.com names through DeviceClass extendedResourceName.
+	DRA bool `json:"dra,omitempty"`
 	// GPUMemoryMiB is one GPU's total memory.
 	GPUMemoryMiB int64 `json:"gpuMemoryMiB"`
 	// MemorySlices is the GPU's MIG memory slice count (0 when not a MIG model).

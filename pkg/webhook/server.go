@@ -12,7 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -149,6 +151,9 @@ func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*i
 	if _, err := inf.AddEventHandler(live.Handler()); err != nil {
 		return nil, err
 	}
+	if err := addSlices(ctx, mgr, live, log); err != nil {
+		return nil, err
+	}
 	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{}); err != nil {
 		return nil, fmt.Errorf("namespace informer: %w", err)
 	}
@@ -156,6 +161,25 @@ func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*i
 		return nil, fmt.Errorf("priorityclass informer: %w", err)
 	}
 	return live, nil
+}
+
+// addSlices reads ResourceSlices where the cluster serves resource.k8s.io/v1
+// (Kubernetes 1.34 and later), so the inventory knows the nodes of
+// gpuadmit's DRA driver; elsewhere every pool is a device-plugin pool.
+func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, log logr.Logger) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, &resourceapi.ResourceSlice{})
+	if meta.IsNoMatchError(err) {
+		log.Info("The cluster serves no resource.k8s.io/v1; device-plugin pools only")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("resourceslice informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(live.Handler()); err != nil {
+		return err
+	}
+	live.Slices = mgr.GetCache()
+	return nil
 }
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {

@@ -199,3 +199,22 @@ test_a_model_out_of_quota_goes_last if {
 	d := gpuadmit.decision with input as object.union(pin, {"quota": {"name": "gpuadmit", "hard": {"gpuadmit.io/a100-40gb-mib": 4096}, "used": {"gpuadmit.io/a100-40gb-mib": 2048}}})
 	pools_of(d, "main") == ["h100-mig", "a100-mig"]
 }
+
+# Share pools of gpuadmit's agent serve one share size each (sharesPerGPU
+# shares of shareUnitMiB): the smallest share that covers goes first, and a
+# share too small for the request goes last.
+h100_share_8 := {"name": "h100-share-8", "model": "H100-80GB", "mode": "shared", "gpuMemoryMiB": 81559, "sharesPerGPU": 8, "shareUnitMiB": 10194, "taints": []}
+
+h100_share_4 := {"name": "h100-share-4", "model": "H100-80GB", "mode": "shared", "gpuMemoryMiB": 81559, "sharesPerGPU": 4, "shareUnitMiB": 20389, "taints": []}
+
+share_input(mib) := object.union(pod_input([mem("main", mib)], {"backend": "shared"}), {"pools": [h100_share_4, h100_share_8]})
+
+test_share_goes_to_the_smallest_share_that_covers if {
+	d := gpuadmit.decision with input as share_input(8000)
+	pools_of(d, "main") == ["h100-share-8", "h100-share-4"]
+}
+
+test_share_too_small_goes_last if {
+	d := gpuadmit.decision with input as share_input(15000)
+	pools_of(d, "main") == ["h100-share-4", "h100-share-8"]
+}

@@ -74,7 +74,33 @@ fit_rank(c, "mig", p) := min(fits) if {
 	count(fits) > 0
 } else := 1e15
 
-fit_rank(c, backend, p) := p.gpuMemoryMiB if backend != "mig"
+fit_rank(_, "whole", p) := p.gpuMemoryMiB
+
+# A share pool of gpuadmit's agent serves one share size (sharesPerGPU
+# shares of shareUnitMiB per GPU): the smallest share that covers the
+# request first, and pools whose share is too small last (gpuadmit skips them).
+fit_rank(_, "shared", p) := p.gpuMemoryMiB if object.get(p, "sharesPerGPU", 0) == 0
+
+fit_rank(c, "shared", p) := p.shareUnitMiB if {
+	p.sharesPerGPU > 0
+	share_covers(c, p)
+}
+
+fit_rank(c, "shared", p) := 1e15 if {
+	p.sharesPerGPU > 0
+	not share_covers(c, p)
+}
+
+share_covers(c, p) if {
+	c.form == "memory"
+	p.shareUnitMiB >= c.memoryMiB
+}
+
+# A fraction is of the GPU, and a share is 1/sharesPerGPU of it.
+share_covers(c, p) if {
+	c.form == "fraction"
+	c.fractionMilli * p.sharesPerGPU <= 1000
+}
 
 over_model_quota(c, p) if {
 	hard := input.quota.hard[p.modelResource]
