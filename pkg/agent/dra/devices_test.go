@@ -34,7 +34,7 @@ func TestSharePolicy(t *testing.T) {
 	}{
 		// 81559 MiB = 79 GiB + 663 MiB: a claim without a request takes
 		// 79 GiB and the 663 MiB left fit no 1 GiB share.
-		"H100 in GiB steps: default every whole GiB": {gpu: "H100-80GB", want: policy{Value: "81559Mi", Default: "79Gi", Min: "1Gi", Step: "1Gi", Shared: true}},
+		"H100 in GiB steps: default every whole GiB":   {gpu: "H100-80GB", want: policy{Value: "81559Mi", Default: "79Gi", Min: "1Gi", Step: "1Gi", Shared: true}},
 		"A100 40GB is whole GiB: default is all of it": {gpu: "A100-40GB", want: policy{Value: "40Gi", Default: "40Gi", Min: "1Gi", Step: "1Gi", Shared: true}},
 		"T4 in 4 GiB steps":                            {gpu: "T4", unit: 4096, want: policy{Value: "15Gi", Default: "12Gi", Min: "4Gi", Step: "4Gi", Shared: true}},
 		"a unit over half the GPU: not shared":         {gpu: "T4", unit: 8192, want: policy{Value: "15Gi"}},
