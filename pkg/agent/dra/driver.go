@@ -74,9 +74,14 @@ func NewDriver(o DriverOptions) (*Driver, error) {
 	return &Driver{opts: o, devices: map[string]device{}, state: cp}, nil
 }
 
-// SetGPUs takes a discovery and returns the devices to publish.
-func (d *Driver) SetGPUs(gpus []allocator.NodeGPU) []resourceapi.Device {
-	devs := devices(gpus, d.opts.Devices)
+// SetGPUs takes a discovery and the MIG device UUIDs (nil keeps those of
+// the options) and returns the devices to publish.
+func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]string) []resourceapi.Device {
+	o := d.opts.Devices
+	if migUUIDs != nil {
+		o.MIGUUIDs = migUUIDs
+	}
+	devs := devices(gpus, o)
 	byName := make(map[string]device, len(devs))
 	out := make([]resourceapi.Device, len(devs))
 	for i, dev := range devs {

@@ -58,7 +58,7 @@ func (k *kubelet) start() {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	d.SetGPUs(k.gpus)
+	d.SetGPUs(k.gpus, nil)
 	k.helper, err = kubeletplugin.Start(context.Background(), d,
 		kubeletplugin.DriverName(DriverName), kubeletplugin.NodeName(testNode), kubeletplugin.KubeClient(k.api),
 		kubeletplugin.PluginDataDirectoryPath(k.opts.DataDir), kubeletplugin.RegistrationService(false),
