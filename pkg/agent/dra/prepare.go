@@ -51,6 +51,9 @@ func (d *Driver) plan(c *resourceapi.ResourceClaim) (preparedClaim, []cdispec.De
 		if !ok {
 			return pc, nil, fmt.Errorf("device %s is not published on this node (gone or unhealthy)", r.Device)
 		}
+		if dev.visible == "" {
+			return pc, nil, fmt.Errorf("device %s: its MIG device UUID is unknown, so the container runtime could not be told which it is", r.Device)
+		}
 		pd := d.take(c, r, dev)
 		if err := fits(dev, used[r.Device], pd); err != nil {
 			return pc, nil, fmt.Errorf("device %s: %w", r.Device, err)
