@@ -1,5 +1,6 @@
 // Command agent is gpuadmit's node agent (image entrypoint /gpuadmit-agent,
-// a DaemonSet on GPU nodes): flags become agent.Options, then agent.Run.
+// a DaemonSet on GPU nodes): flags become options, then agent.Run (a device
+// plugin, --mode=device-plugin) or dra.Run (a DRA driver, --mode=dra).
 // With --discover it prints what NVML reports and what it would publish,
 // and changes nothing.
 package main
@@ -14,10 +15,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gpuadmit/gpuadmit/pkg/agent"
+	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
 )
 
 func main() {
 	var o agent.Options
+	var d dra.Options
+	mode := flag.String("mode", "device-plugin", "device-plugin or dra (a DRA driver, "+dra.DriverName+")")
 	discover := flag.Bool("discover", false, "print the GPUs found and what would be published, change nothing, exit")
 	output := flag.String("output", "yaml", "--discover output: yaml or json")
 	flag.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the Node to publish on (default $NODE_NAME)")
@@ -28,6 +32,9 @@ func main() {
 	flag.StringVar(&o.PodResourcesSocket, "pod-resources-socket", agent.DefaultPodResourcesSocket, "the kubelet's PodResources socket")
 	flag.DurationVar(&o.Resync, "resync", 0, "how often GPUs are rediscovered and the Node written again (default 1m)")
 	flag.DurationVar(&o.RecoverAfter, "recover-after", 0, "quiet time after a critical XID before a GPU is healthy again (default 5m)")
+	flag.StringVar(&d.Driver.DataDir, "dra-plugin-dir", dra.DefaultPluginDataDir, "--mode=dra: the driver's socket and checkpoint directory")
+	flag.StringVar(&d.RegistrarDir, "dra-registrar-dir", dra.DefaultRegistrarDir, "--mode=dra: the kubelet's plugin registration directory")
+	flag.StringVar(&d.Driver.CDIDir, "cdi-dir", dra.DefaultCDIDir, "--mode=dra: where CDI specs of prepared claims are written")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	config.RegisterFlags(flag.CommandLine)
@@ -43,7 +50,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
 		os.Exit(1)
 	}
-	if err := agent.Run(ctrl.LoggerInto(ctrl.SetupSignalHandler(), log), cfg, o); err != nil {
+	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
+	switch *mode {
+	case "device-plugin":
+		err = agent.Run(ctx, cfg, o)
+	case "dra":
+		d.NodeName, d.Driver.Devices.ShareUnitMiB, d.Resync, d.RecoverAfter = o.NodeName, o.UnitMiB, o.Resync, o.RecoverAfter
+		err = dra.Run(ctx, cfg, d)
+	default:
+		err = fmt.Errorf("--mode %q: want device-plugin or dra", *mode)
+	}
+	if err != nil {
 		log.Error(err, "agent stopped")
 		os.Exit(1)
 	}

@@ -140,7 +140,7 @@ func (c *Cluster) startComponents() error {
 	}{
 		{"kube-scheduler", auth},
 		{"kube-controller-manager", append(auth,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount",
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2", "--resource-quota-sync-period=5s")},

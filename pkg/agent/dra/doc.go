@@ -1,0 +1,77 @@
+// Package dra is gpuadmit's node agent as a DRA driver, gpu.gpuadmit.io
+// (DESIGN.md, "Node side: two modes"). It publishes the node's GPUs as
+// ResourceSlice devices and prepares the claims the scheduler allocated on
+// them as CDI devices.
+//
+// # Devices
+//
+// Devices turns discovery (pkg/agent) into resource.k8s.io/v1 devices, one
+// pool per node named after it:
+//
+//   - one device per healthy GPU without MIG, "gpu-<index>", with a memory
+//     capacity in real bytes that claims share (allowMultipleAllocations):
+//     its request policy rounds a request up to whole share units (1 GiB by
+//     default) and gives a claim that asks for no memory every whole unit
+//     (min + ⌊(capacity − min)/step⌋·step, since the API server wants the
+//     default on the step grid), which leaves less than one unit: that claim
+//     is exclusive. A GPU smaller than two units is not shared.
+//   - one device per existing MIG instance of a healthy GPU,
+//     "gpu-<index>-mig-<profile>-<gi>" ("1g.10gb+me" written "1g-10gb-me"),
+//     with its memory as capacity, used by one claim at a time.
+//
+// Attributes are unqualified, so in the driver's domain: type ("gpu" or
+// "mig"), uuid (the GPU's, or the MIG device's), product, model (the
+// catalog's), index (the GPU's, the parent's for MIG), and for MIG profile
+// and parentUUID. A DeviceClass selects with
+// device.attributes["gpu.gpuadmit.io"].profile == "3g.40gb".
+//
+// Unhealthy GPUs are not published (rather than tainted): the accounting
+// capacity drops their memory too, and claims already prepared on them keep
+// their CDI files.
+//
+// Devices are ordered smallest memory first, then by GPU index, then by MIG
+// placement. The scheduler's structured allocator tries a pool's slices by
+// name and each slice's devices in order, and takes the first that fits; in
+// this order a share fills one GPU before the next and picks the smallest
+// GPU it fits on, so larger GPUs stay whole for whole-GPU claims.
+//
+// # Preparing claims
+//
+// Driver implements kubeletplugin.DRAPlugin. For each allocated device of a
+// claim it writes one CDI device, "gpuadmit.io/gpu=<claim uid>-<request>-<device>",
+// in one spec file per claim (<cdi dir>/gpuadmit.io-gpu_<claim uid>.json),
+// whose container edits set NVIDIA_VISIBLE_DEVICES to the GPU's UUID (a MIG
+// device's UUID, "MIG-…", for a MIG instance: the NVIDIA container runtime
+// takes it, and unlike "<gpu index>:<mig index>" it does not move when
+// other instances change) and GPUADMIT_MEMORY_LIMIT_MIB to the memory the
+// claim consumed, or the whole device's for a claim that asked for none.
+//
+// Preparing is the last line of defence against the scheduler: a claim is
+// refused (its own error; other claims of the call go on) when its memory
+// and what is already prepared on the device exceed the device's memory,
+// when it wants the whole device and another claim is prepared there, or
+// when another claim already has the whole device. Prepared claims are
+// recorded in <plugin data dir>/checkpoint.json (version 1: claims by UID,
+// each with its devices, request, share ID, MiB held, exclusivity and CDI
+// ID), written atomically, so preparing a claim again, also after the
+// agent restarted, returns what it returned before. Unpreparing removes
+// the CDI file and the entry; an unknown claim is unprepared already.
+//
+// # Memory is not enforced
+//
+// In DRA mode, as in device-plugin mode without MPS, nothing on the GPU
+// stops a container from using more memory than it was given:
+// GPUADMIT_MEMORY_LIMIT_MIB is advisory, for the workload (or a framework's
+// allocator) to honour. The scheduler and this driver make sure the limits
+// of the claims on a GPU add up to no more than its memory. Enforcement
+// needs MPS (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT), which this mode does not set up yet.
+//
+// # Running
+//
+// Node runs the driver behind kubeletplugin's helper (registration with
+// the kubelet, the DRA gRPC service) and publishes on every discovery or
+// health change: the ResourceSlices through the helper's ResourceSlice
+// controller, and, as in device-plugin mode, the gpuadmit.io/gpus
+// annotation and the accounting capacity on the Node, which the inventory
+// and quotas read in both modes.
+package dra

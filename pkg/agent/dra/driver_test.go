@@ -1,0 +1,200 @@
+package dra
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	resourceapi "k8s.io/api/resource/v1"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// node is two shared H100s and an H100 with MIG instances 3g.40gb (GI 1)
+// and 1g.10gb (GI 2).
+func node(t *testing.T) []allocator.NodeGPU {
+	h100 := model(t, "H100-80GB")
+	return []allocator.NodeGPU{wholeGPU(h100, 0), wholeGPU(h100, 1), migGPU(h100, 2, "3g.40gb", "1g.10gb")}
+}
+
+// readCDI returns a claim's CDI spec file, nil when there is none.
+func readCDI(t *testing.T, k *kubelet, c *resourceapi.ResourceClaim) *cdispec.Spec {
+	t.Helper()
+	b, err := os.ReadFile(cdiPath(k.opts.CDIDir, c.UID))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &cdispec.Spec{}
+	if err := json.Unmarshal(b, spec); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+func TestPrepareWritesCDI(t *testing.T) {
+	gpus := node(t)
+	mig := migUUID(gpus[2], 1)
+	tests := map[string]struct {
+		claim   *resourceapi.ResourceClaim
+		wantEnv map[string][]string // by CDI device ID
+	}{
+		"a 10 GiB share": {
+			claim:   claim("share", alloc{"gpu-0", 10}),
+			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-share-r0-gpu-0": {"NVIDIA_VISIBLE_DEVICES=" + gpus[0].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=10240"}},
+		},
+		"a whole GPU gets all its memory": {
+			claim:   claim("whole", alloc{"gpu-1", whole}),
+			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-whole-r0-gpu-1": {"NVIDIA_VISIBLE_DEVICES=" + gpus[1].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=81559"}},
+		},
+		"a MIG instance by its MIG UUID": {
+			claim:   claim("mig", alloc{"gpu-2-mig-3g-40gb-1", 0}),
+			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-mig-r0-gpu-2-mig-3g-40gb-1": {"NVIDIA_VISIBLE_DEVICES=" + mig, "GPUADMIT_MEMORY_LIMIT_MIB=40448"}},
+		},
+		"two devices, one CDI device each": {
+			claim: claim("two", alloc{"gpu-0", 4}, alloc{"gpu-2-mig-1g-10gb-2", 0}),
+			wantEnv: map[string][]string{
+				"gpuadmit.io/gpu=uid-two-r0-gpu-0":               {"NVIDIA_VISIBLE_DEVICES=" + gpus[0].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=4096"},
+				"gpuadmit.io/gpu=uid-two-r1-gpu-2-mig-1g-10gb-2": {"NVIDIA_VISIBLE_DEVICES=" + migUUID(gpus[2], 2), "GPUADMIT_MEMORY_LIMIT_MIB=9984"},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			k := newKubelet(t, gpus...)
+			k.add(tc.claim)
+			got := k.prepare(tc.claim)[string(tc.claim.UID)]
+			if got.Error != "" {
+				t.Fatalf("prepare failed: %s", got.Error)
+			}
+			ids := map[string][]string{}
+			for i, d := range got.Devices {
+				r := tc.claim.Status.Allocation.Devices.Results[i]
+				if d.PoolName != testNode || d.DeviceName != r.Device || !cmp.Equal(d.RequestNames, []string{r.Request}) {
+					t.Errorf("device %d is %s/%s for %v, want %s/%s for %s", i, d.PoolName, d.DeviceName, d.RequestNames, testNode, r.Device, r.Request)
+				}
+				for _, id := range d.CdiDeviceIds {
+					ids[id] = nil
+				}
+			}
+			spec := readCDI(t, k, tc.claim)
+			if spec == nil || spec.Kind != CDIKind {
+				t.Fatalf("CDI spec %+v, want one of kind %s", spec, CDIKind)
+			}
+			env := map[string][]string{}
+			for _, d := range spec.Devices {
+				env[CDIKind+"="+d.Name] = d.ContainerEdits.Env
+			}
+			if diff := cmp.Diff(tc.wantEnv, env); diff != "" {
+				t.Errorf("CDI devices' env (-want +got):\n%s", diff)
+			}
+			for id := range tc.wantEnv {
+				if _, ok := ids[id]; !ok {
+					t.Errorf("the kubelet did not get CDI device %s; got %v", id, ids)
+				}
+			}
+		})
+	}
+}
+
+func TestPrepareIsIdempotent(t *testing.T) {
+	k := newKubelet(t, node(t)...)
+	a, b := claim("a", alloc{"gpu-0", 10}), claim("b", alloc{"gpu-0", 60})
+	k.add(a, b)
+	first := k.prepare(a, b)
+	for uid, r := range first {
+		if r.Error != "" {
+			t.Fatalf("claim %s: %s", uid, r.Error)
+		}
+	}
+	if diff := cmp.Diff(first, k.prepare(a, b), protocmp.Transform()); diff != "" {
+		t.Errorf("prepared twice (-first +second):\n%s", diff)
+	}
+	k.restart()
+	if diff := cmp.Diff(first, k.prepare(b, a), protocmp.Transform()); diff != "" {
+		t.Errorf("prepared again after a restart (-first +after):\n%s", diff)
+	}
+	// The memory held before the restart still counts: 70 of 79.6 GiB.
+	c := claim("c", alloc{"gpu-0", 10})
+	k.add(c)
+	if got := k.prepare(c)[string(c.UID)].Error; !strings.Contains(got, "over-commit") {
+		t.Errorf("10 GiB more after a restart: error %q, want an over-commit refusal", got)
+	}
+}
+
+func TestPrepareRefuses(t *testing.T) {
+	tests := map[string]struct {
+		held, next *resourceapi.ResourceClaim
+		wantErr    string
+	}{
+		"a share that would over-commit the GPU": {
+			held: claim("held", alloc{"gpu-0", 40}), next: claim("next", alloc{"gpu-0", 40}),
+			wantErr: "claim ns/next: device gpu-0: the claim consumes 40960 MiB but other claims already hold 40960 of its 81559 MiB: that would over-commit the GPU",
+		},
+		"a whole GPU beside a share": {
+			held: claim("held", alloc{"gpu-0", 1}), next: claim("next", alloc{"gpu-0", whole}),
+			wantErr: "claim ns/next: device gpu-0: the claim wants the whole device but 1 other claims are prepared on it",
+		},
+		"a share beside a whole GPU": {
+			held: claim("held", alloc{"gpu-0", whole}), next: claim("next", alloc{"gpu-0", 1}),
+			wantErr: "claim ns/next: device gpu-0: already prepared for another claim that has the whole device",
+		},
+		"a MIG instance twice": {
+			held: claim("held", alloc{"gpu-2-mig-1g-10gb-2", 0}), next: claim("next", alloc{"gpu-2-mig-1g-10gb-2", 0}),
+			wantErr: "claim ns/next: device gpu-2-mig-1g-10gb-2: already prepared for another claim that has the whole device",
+		},
+		"a device the node does not publish": {
+			held: claim("held", alloc{"gpu-0", 1}), next: claim("next", alloc{"gpu-9", 1}),
+			wantErr: "claim ns/next: device gpu-9 is not published on this node (gone or unhealthy)",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			k := newKubelet(t, node(t)...)
+			ok := claim("ok", alloc{"gpu-1", 8})
+			k.add(tc.held, tc.next, ok)
+			if err := k.prepare(tc.held)[string(tc.held.UID)].Error; err != "" {
+				t.Fatalf("first claim: %s", err)
+			}
+			got := k.prepare(tc.next, ok)
+			if diff := cmp.Diff(tc.wantErr, got[string(tc.next.UID)].Error); diff != "" {
+				t.Errorf("refusal (-want +got):\n%s", diff)
+			}
+			if err := got[string(ok.UID)].Error; err != "" {
+				t.Errorf("a claim in the same call failed with the refused one: %s", err)
+			}
+			if readCDI(t, k, tc.next) != nil {
+				t.Errorf("a refused claim left a CDI spec")
+			}
+		})
+	}
+}
+
+func TestUnprepare(t *testing.T) {
+	k := newKubelet(t, node(t)...)
+	a, big := claim("a", alloc{"gpu-0", 40}), claim("big", alloc{"gpu-0", 70})
+	k.add(a, big)
+	if err := k.prepare(a)[string(a.UID)].Error; err != "" {
+		t.Fatal(err)
+	}
+	never := claim("never", alloc{"gpu-0", 1})
+	if diff := cmp.Diff(map[string]string{"uid-a": "", "uid-never": ""}, k.unprepare(a, never)); diff != "" {
+		t.Errorf("unprepare errors (-want +got):\n%s", diff)
+	}
+	if readCDI(t, k, a) != nil {
+		t.Errorf("the CDI spec of an unprepared claim is still there")
+	}
+	k.restart() // the checkpoint forgot it too
+	if err := k.prepare(big)[string(big.UID)].Error; err != "" {
+		t.Errorf("70 GiB after the 40 GiB claim was unprepared: %s", err)
+	}
+	if diff := cmp.Diff(map[string]string{"uid-a": ""}, k.unprepare(a)); diff != "" {
+		t.Errorf("unpreparing twice (-want +got):\n%s", diff)
+	}
+}
