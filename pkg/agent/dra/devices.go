@@ -15,34 +15,35 @@ import (
 
 // DriverName is the DRA driver's name: the driver field of its
 // ResourceSlices and the domain of its attributes.
-const DriverName = "gpu.gpuadmit.io"
+const DriverName = allocator.DRADriver
 
-// Attribute and capacity names of the published devices. They are written
+// Attribute and capacity names of the published devices; those the
+// inventory reads are allocator's constants. They are written
 // unqualified, which puts them in the driver's domain: a CEL selector reads
 // device.attributes["gpu.gpuadmit.io"].profile.
 const (
 	// AttrType is "gpu" for a whole GPU, "mig" for a MIG instance.
-	AttrType = "type"
+	AttrType = allocator.DRAAttrType
 	// AttrUUID is NVML's UUID: the GPU's, or the MIG device's when known.
 	AttrUUID = "uuid"
 	// AttrProduct is the product NVML reports ("NVIDIA H100 80GB HBM3").
 	AttrProduct = "product"
 	// AttrModel is the catalog's model ("H100-80GB").
-	AttrModel = "model"
+	AttrModel = allocator.DRAAttrModel
 	// AttrIndex is NVML's index of the GPU (of the parent GPU for MIG).
 	AttrIndex = "index"
 	// AttrProfile is a MIG instance's profile ("3g.40gb").
-	AttrProfile = "profile"
+	AttrProfile = allocator.DRAAttrProfile
 	// AttrParentUUID is the UUID of a MIG instance's GPU.
 	AttrParentUUID = "parentUUID"
 	// CapacityMemory is the device's memory in bytes.
-	CapacityMemory = "memory"
+	CapacityMemory = allocator.DRACapacityMemory
 )
 
 // Values of AttrType.
 const (
-	TypeGPU = "gpu"
-	TypeMIG = "mig"
+	TypeGPU = allocator.DRATypeGPU
+	TypeMIG = allocator.DRATypeMIG
 )
 
 // maxAttributeValue is the API server's limit on a string attribute.
