@@ -25,7 +25,6 @@ func main() {
 	flag.Int64Var(&o.UnitMiB, "unit-mib", agent.DefaultUnitMiB, "MiB of GPU memory per device")
 	flag.BoolVar(&o.MPS, "mps", false, "also set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (nodes running the MPS control daemon)")
 	flag.StringVar(&o.PluginDir, "device-plugin-dir", agent.DefaultPluginDir, "the kubelet's device-plugin directory")
-	flag.StringVar(&o.PodResourcesSocket, "pod-resources-socket", agent.DefaultPodResourcesSocket, "the kubelet's PodResources socket")
 	flag.DurationVar(&o.Resync, "resync", 0, "how often GPUs are rediscovered and the Node written again (default 1m)")
 	flag.DurationVar(&o.RecoverAfter, "recover-after", 0, "quiet time after a critical XID before a GPU is healthy again (default 5m)")
 	zopts := zap.Options{}

@@ -32,7 +32,6 @@ type Agent struct {
 	health    *healthWatcher
 	publisher *publisher
 	plugin    *Plugin
-	used      *tracker
 	server    *server
 
 	mu    sync.Mutex
@@ -40,18 +39,16 @@ type Agent struct {
 	dirty chan struct{} // holds one token when the Node needs writing
 }
 
-// New returns an agent. nodes writes the Node; pods is the kubelet's
-// PodResources API, nil to trust only what Allocate saw.
-func New(nv NVML, nodes NodeClient, pods PodResourcesLister, o Options) *Agent {
+// New returns an agent; nodes writes the Node.
+func New(nv NVML, nodes NodeClient, o Options) *Agent {
 	o.defaults()
 	a := &Agent{
 		opts:      o,
 		discover:  Discoverer{NVML: nv, Names: o.ProfileNames},
 		publisher: &publisher{client: nodes, node: o.NodeName},
-		used:      newTracker(o.Resource, pods, o.Clock),
 		dirty:     make(chan struct{}, 1),
 	}
-	a.plugin = newPlugin(a.used, o.UnitMiB, o.MPS)
+	a.plugin = newPlugin(o.UnitMiB, o.MPS)
 	a.health = &healthWatcher{
 		nvml: nv, clock: o.Clock, wait: healthWait, probeEvery: probeEvery,
 		recoverAfter: o.RecoverAfter, onChange: a.setHealth,
@@ -63,8 +60,8 @@ func New(nv NVML, nodes NodeClient, pods PodResourcesLister, o Options) *Agent {
 	return a
 }
 
-// Run discovers the GPUs, reads the devices in use, then serves the plugin,
-// watches health, writes the Node and resyncs until ctx ends.
+// Run discovers the GPUs, then serves the plugin, watches health, writes the
+// Node and resyncs until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.opts.NodeName == "" {
 		return fmt.Errorf("no node name: set NODE_NAME from the downward API")
@@ -75,9 +72,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	logf.FromContext(ctx).Info("Discovered GPUs", "count", len(gpus), "capacity", Accounting(gpus))
 	a.setGPUs(gpus)
-	if err := a.used.refresh(ctx); err != nil { // before serving, so no preference ignores it
-		logf.FromContext(ctx).Error(err, "Devices in use unknown until the next resync")
-	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.server.run(ctx) })
 	g.Go(func() error { return a.health.run(ctx) })
@@ -150,8 +144,8 @@ func (a *Agent) publishLoop(ctx context.Context) error {
 	}
 }
 
-// resyncLoop rediscovers the GPUs, writes the Node again (it may have been
-// recreated, or edited) and reads the devices in use, every Resync.
+// resyncLoop rediscovers the GPUs and writes the Node again (it may have
+// been recreated, or edited) every Resync.
 func (a *Agent) resyncLoop(ctx context.Context) error {
 	t := a.opts.Clock.NewTicker(a.opts.Resync)
 	defer t.Stop()
@@ -168,8 +162,5 @@ func (a *Agent) resyncLoop(ctx context.Context) error {
 			a.setGPUs(gpus)
 		}
 		a.markDirty()
-		if err := a.used.refresh(ctx); err != nil {
-			log.Error(err, "Reading devices in use")
-		}
 	}
 }

@@ -19,10 +19,13 @@
 // default), with IDs "<gpu-uuid>::<n>" that name their GPU. Allocate reads
 // the GPU from the IDs alone — no pod lookup, no lock — and refuses a
 // container whose devices span GPUs. GetPreferredAllocation keeps each
-// container on one GPU, best fit (allocator.BestFit), and never prefers a
-// device in use: the devices in use are those the kubelet's PodResources API
-// lists (read at start and every resync, so they survive an agent restart)
-// and those allocated since. The plugin re-registers when the kubelet
+// container on one GPU, best fit (allocator.BestFit), among the devices the
+// kubelet offers: the kubelet's available devices are the truth about what
+// is free (it leaves out those of running containers, and keeps that record
+// in its checkpoint across plugin restarts), so the plugin keeps none of its
+// own. GetPreferredAllocation never fails, since an error there fails the
+// pod's admission; where nothing fits on one GPU it answers the kubelet's own
+// order and Allocate refuses what spans GPUs. The plugin re-registers when the kubelet
 // restarts (its socket is created again), and reports a GPU's devices
 // unhealthy after a critical XID or when the GPU is lost, healthy again when
 // it answers and stays quiet.

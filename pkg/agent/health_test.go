@@ -76,7 +76,7 @@ const (
 // quiet period, both healthy again.
 func TestXIDMarksGPUUnhealthyUntilRecovered(t *testing.T) {
 	h := newHarness(t, 2)
-	a, m, _ := h.start(nil)
+	a, m, _ := h.start()
 	h.nvml.xid(h.gpus[0], 13) // a workload's fault: the GPU is fine
 	h.nvml.xid(h.gpus[1], 48) // a double-bit ECC error
 	waitHealth(t, m, map[string]string{"GPU-h100-1": unhealthy})
@@ -102,7 +102,7 @@ func TestXIDMarksGPUUnhealthyUntilRecovered(t *testing.T) {
 // ERROR_GPU_IS_LOST) and brings it back.
 func TestLostGPUIsUnhealthyUntilItAnswers(t *testing.T) {
 	h := newHarness(t, 2)
-	a, m, _ := h.start(nil)
+	a, m, _ := h.start()
 	h.gpus[0].lost.Store(true)
 	h.clock.Step(probeEvery)
 	waitHealth(t, m, map[string]string{"GPU-h100-0": unhealthy, "GPU-h100-1": healthy})
@@ -119,7 +119,7 @@ func TestLostGPUIsUnhealthyUntilItAnswers(t *testing.T) {
 // TestXIDWithoutDeviceMarksEveryGPU: NVML may not say which GPU failed.
 func TestXIDWithoutDeviceMarksEveryGPU(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	h.nvml.xid(nil, 79) // fallen off the bus
 	waitHealth(t, m, map[string]string{"GPU-h100-0": unhealthy, "GPU-h100-1": unhealthy})
 }

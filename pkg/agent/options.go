@@ -9,11 +9,8 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Default paths of the kubelet's sockets.
-const (
-	DefaultPluginDir          = pluginapi.DevicePluginPath
-	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
-)
+// DefaultPluginDir is the kubelet's device-plugin directory.
+const DefaultPluginDir = pluginapi.DevicePluginPath
 
 // Options configure the agent. The zero value serves gpuadmit.io/gpu-mem in
 // units of 1024 MiB at the kubelet's default paths; only NodeName is needed,
@@ -32,11 +29,8 @@ type Options struct {
 	// PluginDir is the kubelet's device-plugin directory; empty means
 	// /var/lib/kubelet/device-plugins.
 	PluginDir string
-	// PodResourcesSocket is the kubelet's PodResources socket; empty means
-	// /var/lib/kubelet/pod-resources/kubelet.sock.
-	PodResourcesSocket string
-	// Resync is how often GPUs are rediscovered, the Node is written again
-	// and the devices in use are read from the kubelet; zero means a minute.
+	// Resync is how often GPUs are rediscovered and the Node is written
+	// again; zero means a minute.
 	Resync time.Duration
 	// Retry is the wait before registering or publishing again after a
 	// failure; zero means 5s.
@@ -62,9 +56,6 @@ func (o *Options) defaults() {
 		o.PluginDir = DefaultPluginDir
 	}
 	o.PluginDir = filepath.Clean(o.PluginDir) // file events name paths cleanly
-	if o.PodResourcesSocket == "" {
-		o.PodResourcesSocket = DefaultPodResourcesSocket
-	}
 	if o.Resync <= 0 {
 		o.Resync = time.Minute
 	}

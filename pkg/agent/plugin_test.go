@@ -36,7 +36,7 @@ func onGPU(t *testing.T, c container) string {
 
 func TestPackingKeepsContainersOnOneGPU(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	ctx := context.Background()
 	steps := []struct {
 		units int
@@ -46,7 +46,7 @@ func TestPackingKeepsContainersOnOneGPU(t *testing.T) {
 		{40, "GPU-h100-0"}, // 49 free there: the fullest that fits
 		{20, "GPU-h100-1"}, // 9 left on GPU 0
 		{50, "GPU-h100-1"},
-		{10, "must fit on one GPU"}, // 9 and 9 free: 18 in all, but never split
+		{10, "span GPUs"}, // 9 and 9 free: 18 in all, but never split
 		{9, "GPU-h100-0"},
 	}
 	for i, s := range steps {
@@ -60,15 +60,15 @@ func TestPackingKeepsContainersOnOneGPU(t *testing.T) {
 			}
 			continue
 		}
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), s.want) {
-			t.Errorf("container of %d units: error %v, want ResourceExhausted saying %q", s.units, err, s.want)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), s.want) {
+			t.Errorf("container of %d units: error %v, want Allocate's InvalidArgument saying %q", s.units, err, s.want)
 		}
 	}
 }
 
 func TestTwoContainersOfOnePod(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	ctx := context.Background()
 	if _, err := m.allocate(ctx, "other/main", 60); err != nil { // GPU 0 keeps 19 units
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestTwoContainersOfOnePod(t *testing.T) {
 // API allows, and expects each its own GPU and limit.
 func TestAllocateManyContainers(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	resp, err := m.client.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
 		{DevicesIds: []string{"GPU-h100-1::3", "GPU-h100-1::4"}},
 		{DevicesIds: []string{"GPU-h100-0::0"}},
@@ -140,7 +140,7 @@ func TestAllocateMPS(t *testing.T) {
 
 func TestAllocateRefuses(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	tests := map[string]struct {
 		ids  []string
 		want string
@@ -170,7 +170,7 @@ func TestAllocateRefuses(t *testing.T) {
 // every container stays on one GPU, and the node is then full.
 func TestConcurrentAllocationsNeverDoubleBook(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	ctx := context.Background()
 	var mu sync.Mutex
 	var got []container
@@ -204,7 +204,7 @@ func TestConcurrentAllocationsNeverDoubleBook(t *testing.T) {
 	if want := map[string]int{"GPU-h100-0": 77, "GPU-h100-1": 77}; !cmp.Equal(want, perGPU) {
 		t.Errorf("units per GPU = %v, want %v (11 containers of 7 on each)", perGPU, want)
 	}
-	if _, err := m.allocate(ctx, "late/main", 7); status.Code(err) != codes.ResourceExhausted {
-		t.Errorf("a 23rd container of 7 units: error %v, want ResourceExhausted", err)
+	if _, err := m.allocate(ctx, "late/main", 7); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("a 23rd container of 7 units: error %v, want the kubelet's: devices unavailable", err)
 	}
 }

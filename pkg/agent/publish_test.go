@@ -30,7 +30,7 @@ func quantities(list corev1.ResourceList) map[string]int64 {
 // gone, and every resource the agent does not own is untouched.
 func TestAgentPublishesItsNode(t *testing.T) {
 	h := newHarness(t, 2)
-	a, _, _ := h.start(nil)
+	a, _, _ := h.start()
 	var n *corev1.Node
 	eventually(t, "the agent annotates its node", func() bool {
 		n = h.node()
