@@ -22,7 +22,8 @@ func main() {
 	output := flag.String("output", "yaml", "--discover output: yaml or json")
 	flag.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the Node to publish on (default $NODE_NAME)")
 	flag.StringVar(&o.Resource, "resource", agent.ResourceShare, "shared-memory resource the device plugin serves")
-	flag.Int64Var(&o.UnitMiB, "unit-mib", agent.DefaultUnitMiB, "MiB of GPU memory per device")
+	flag.Int64Var(&o.SharesPerGPU, "shares-per-gpu", agent.DefaultSharesPerGPU,
+		"devices every GPU without MIG offers, each one share: the smallest such GPU's memory / N, the same on every GPU of the node")
 	flag.BoolVar(&o.MPS, "mps", false, "also set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (nodes running the MPS control daemon)")
 	flag.StringVar(&o.PluginDir, "device-plugin-dir", agent.DefaultPluginDir, "the kubelet's device-plugin directory")
 	flag.DurationVar(&o.Resync, "resync", 0, "how often GPUs are rediscovered and the Node written again (default 1m)")

@@ -48,7 +48,7 @@ func New(nv NVML, nodes NodeClient, o Options) *Agent {
 		publisher: &publisher{client: nodes, node: o.NodeName},
 		dirty:     make(chan struct{}, 1),
 	}
-	a.plugin = newPlugin(o.UnitMiB, o.MPS)
+	a.plugin = newPlugin(o.SharesPerGPU, o.MPS)
 	a.health = &healthWatcher{
 		nvml: nv, clock: o.Clock, wait: healthWait, probeEvery: probeEvery,
 		recoverAfter: o.RecoverAfter, onChange: a.setHealth,
@@ -137,7 +137,9 @@ func (a *Agent) publishLoop(ctx context.Context) error {
 		case <-retry:
 		}
 		retry = nil
-		if err := a.publisher.publish(ctx, a.GPUs()); err != nil {
+		gpus := a.GPUs()
+		offer, ok := shareOffer(gpus, a.opts.Resource, a.opts.SharesPerGPU)
+		if err := a.publisher.publish(ctx, gpus, offer, ok); err != nil {
 			logf.FromContext(ctx).Error(err, "Writing the Node; retrying", "after", a.opts.Retry)
 			retry = a.opts.Clock.After(a.opts.Retry)
 		}

@@ -18,10 +18,10 @@ const (
 	EnvMPSMemoryLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 )
 
-// allocation is what one container gets: a GPU and how many units of it.
+// allocation is what one container gets: a GPU and how many shares of it.
 type allocation struct {
-	uuid  string
-	units int
+	uuid   string
+	shares int
 }
 
 // allocationOf derives a container's GPU from its device IDs alone: every ID
@@ -30,6 +30,9 @@ type allocation struct {
 func allocationOf(s *snapshot, ids []string) (allocation, error) {
 	if len(ids) == 0 {
 		return allocation{}, fmt.Errorf("no devices to allocate")
+	}
+	if s.unitMiB == 0 {
+		return allocation{}, fmt.Errorf("no share size: the memory of no GPU here is known")
 	}
 	var a allocation
 	seen := make(map[string]bool, len(ids))
@@ -48,13 +51,13 @@ func allocationOf(s *snapshot, ids []string) (allocation, error) {
 		}
 		a.uuid = g.uuid
 	}
-	a.units = len(ids)
+	a.shares = len(ids)
 	return a, nil
 }
 
 // response is the kubelet's instructions for one container.
 func (a allocation) response(unitMiB int64, mps bool) *pluginapi.ContainerAllocateResponse {
-	mib := int64(a.units) * unitMiB
+	mib := int64(a.shares) * unitMiB
 	envs := map[string]string{
 		EnvVisibleDevices: a.uuid,
 		EnvMemoryLimitMiB: strconv.FormatInt(mib, 10),

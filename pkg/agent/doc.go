@@ -1,7 +1,9 @@
 // Package agent is gpuadmit's node agent: it discovers a node's GPUs with
 // NVML, publishes them on the Node (an annotation with per-GPU detail and the
 // accounting capacity of DESIGN.md, "Quotas"), and serves a kubelet device
-// plugin that hands out GPU memory in units of gpuadmit.io/gpu-mem.
+// plugin that hands out GPU memory in shares of gpuadmit.io/gpu-mem. It
+// serves only on nodes an operator marked for device-plugin mode
+// (allocator.LabelNodeMode, which its DaemonSet selects).
 //
 // # Discovery
 //
@@ -15,18 +17,33 @@
 //
 // # The device plugin
 //
-// Every GPU without MIG offers one device per memory unit (1024 MiB by
-// default), with IDs "<gpu-uuid>::<n>" that name their GPU. Allocate reads
-// the GPU from the IDs alone — no pod lookup, no lock — and refuses a
-// container whose devices span GPUs. GetPreferredAllocation keeps each
-// container on one GPU, best fit (allocator.BestFit), among the devices the
-// kubelet offers: the kubelet's available devices are the truth about what
-// is free (it leaves out those of running containers, and keeps that record
-// in its checkpoint across plugin restarts), so the plugin keeps none of its
-// own. GetPreferredAllocation never fails, since an error there fails the
-// pod's admission; where nothing fits on one GPU it answers the kubelet's own
-// order and Allocate refuses what spans GPUs. The plugin re-registers when the kubelet
-// restarts (its socket is created again), and reports a GPU's devices
-// unhealthy after a critical XID or when the GPU is lost, healthy again when
-// it answers and stays quiet.
+// Every GPU without MIG offers exactly SharesPerGPU devices (4 by default),
+// with IDs "<gpu-uuid>::<n>" that name their GPU, and every device is the
+// same share of memory: the smallest such GPU's memory divided by
+// SharesPerGPU, rounded down. The agent publishes that share on its Node
+// (allocator.AnnotationShare, an allocator.ShareOffer) beside the GPUs.
+//
+// One share size per node is what makes the stock scheduler safe here. It
+// sees only the node's total of gpuadmit.io/gpu-mem, never which GPU a free
+// device is on. But every pod takes exactly one device (the webhook writes a
+// request of one), and one device is one whole share that every GPU holds,
+// so whenever the node has a free device, some GPU has a free share: a node
+// the scheduler finds room on has room on one GPU. Shares of different sizes
+// (units of a fixed MiB, several per pod) would break that: the node's free
+// units could be scattered over GPUs none of which has enough.
+//
+// Allocate gives a container len(IDs) shares of the one GPU its IDs name —
+// no pod lookup, no lock, no state — and refuses IDs that span GPUs.
+// GetPreferredAllocation keeps a container on one GPU, best fit
+// (allocator.BestFit), among the devices the kubelet offers. The kubelet's
+// available devices are the truth about what is free: it leaves out those of
+// running containers, frees a pod's devices when it ends, and keeps that
+// record in its checkpoint across plugin restarts; so the plugin keeps none
+// of its own. GetPreferredAllocation never returns an error, since the
+// kubelet fails the pod's admission on one; where nothing fits on one GPU it
+// answers the kubelet's own order, and Allocate refuses what spans GPUs.
+//
+// The plugin re-registers when the kubelet restarts (its socket is created
+// again), and reports a GPU's devices unhealthy after a critical XID or when
+// the GPU is lost, healthy again when it answers and stays quiet.
 package agent

@@ -56,7 +56,9 @@ func gpuNode() *corev1.Node {
 
 // options are the agent's options on the harness's node.
 func (h *harness) options() Options {
-	return Options{NodeName: nodeName, PluginDir: h.dir, Clock: h.clock, Retry: time.Hour, RecoverAfter: 5 * time.Minute}
+	return Options{
+		NodeName: nodeName, PluginDir: h.dir, SharesPerGPU: testShares, Clock: h.clock, Retry: time.Hour, RecoverAfter: 5 * time.Minute,
+	}
 }
 
 // start runs an agent and returns the kubelet's device manager for it once

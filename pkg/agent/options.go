@@ -12,8 +12,12 @@ import (
 // DefaultPluginDir is the kubelet's device-plugin directory.
 const DefaultPluginDir = pluginapi.DevicePluginPath
 
-// Options configure the agent. The zero value serves gpuadmit.io/gpu-mem in
-// units of 1024 MiB at the kubelet's default paths; only NodeName is needed,
+// DefaultSharesPerGPU is how many devices, each one share of memory, every
+// GPU offers unless told otherwise.
+const DefaultSharesPerGPU = 4
+
+// Options configure the agent. The zero value serves gpuadmit.io/gpu-mem as
+// 4 shares per GPU at the kubelet's default paths; only NodeName is needed,
 // and only to publish.
 type Options struct {
 	// NodeName is the Node the agent publishes on (the downward API's
@@ -21,8 +25,10 @@ type Options struct {
 	NodeName string
 	// Resource is the shared-memory resource; empty means gpuadmit.io/gpu-mem.
 	Resource string
-	// UnitMiB is the memory behind one device; zero means 1024.
-	UnitMiB int64
+	// SharesPerGPU is how many devices every GPU that serves shares offers,
+	// each the same share of memory: the smallest such GPU's memory divided
+	// by SharesPerGPU, rounded down; zero means 4.
+	SharesPerGPU int64
 	// MPS also sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, for nodes that run the
 	// CUDA MPS control daemon; false sets only the limit variable.
 	MPS bool
@@ -49,8 +55,8 @@ func (o *Options) defaults() {
 	if o.Resource == "" {
 		o.Resource = ResourceShare
 	}
-	if o.UnitMiB <= 0 {
-		o.UnitMiB = DefaultUnitMiB
+	if o.SharesPerGPU <= 0 {
+		o.SharesPerGPU = DefaultSharesPerGPU
 	}
 	if o.PluginDir == "" {
 		o.PluginDir = DefaultPluginDir

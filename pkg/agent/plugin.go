@@ -16,15 +16,14 @@ type Plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
 	devices *table
-	unitMiB int64
 	mps     bool
 }
 
 var _ pluginapi.DevicePluginServer = (*Plugin)(nil)
 
 // newPlugin returns a plugin serving no GPU until SetGPUs.
-func newPlugin(unitMiB int64, mps bool) *Plugin {
-	return &Plugin{devices: newTable(unitMiB), unitMiB: unitMiB, mps: mps}
+func newPlugin(sharesPerGPU int64, mps bool) *Plugin {
+	return &Plugin{devices: newTable(int(sharesPerGPU)), mps: mps}
 }
 
 // SetGPUs changes the GPUs the plugin serves, and their health; open
@@ -82,7 +81,7 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "allocate: %v", err)
 		}
-		resp.ContainerResponses = append(resp.ContainerResponses, a.response(p.unitMiB, p.mps))
+		resp.ContainerResponses = append(resp.ContainerResponses, a.response(s.unitMiB, p.mps))
 	}
 	logf.FromContext(ctx).V(2).Info("Allocated", "containers", len(resp.ContainerResponses))
 	return resp, nil

@@ -15,8 +15,8 @@ func TestKubeletRestartReregisters(t *testing.T) {
 	for round := range 2 {
 		h.kubelet.restart()
 		m := h.kubelet.registered(context.Background())
-		if got := len(m.healthOf()); got != 2*unitsPerH100 {
-			t.Errorf("round %d: the new kubelet sees %d devices, want %d", round, got, 2*unitsPerH100)
+		if got := len(m.healthOf()); got != 2*testShares {
+			t.Errorf("round %d: the new kubelet sees %d devices, want %d", round, got, 2*testShares)
 		}
 		if _, err := m.allocate(context.Background(), "after/restart", 4); err != nil {
 			t.Errorf("round %d: allocating after the restart: %v", round, err)
@@ -33,12 +33,12 @@ func TestEndedPodsDevicesAreUsedAtOnce(t *testing.T) {
 	h := newHarness(t, 1)
 	_, m, _ := h.start()
 	ctx := context.Background()
-	a, err := m.allocate(ctx, "a/main", unitsPerH100)
+	a, err := m.allocate(ctx, "a/main", testShares)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.kubelet.end("a")
-	b, err := m.allocate(ctx, "b/main", unitsPerH100)
+	b, err := m.allocate(ctx, "b/main", testShares)
 	if err != nil {
 		t.Fatalf("the next pod, right after pod a ended: %v", err)
 	}
