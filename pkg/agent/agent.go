@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -36,7 +35,8 @@ type Agent struct {
 
 	mu    sync.Mutex
 	gpus  []GPU
-	dirty chan struct{} // holds one token when the Node needs writing
+	sick  map[string]bool // UUIDs the health watcher holds unhealthy
+	dirty chan struct{}   // holds one token when the Node needs writing
 }
 
 // New returns an agent; nodes writes the Node.
@@ -46,6 +46,7 @@ func New(nv NVML, nodes NodeClient, o Options) *Agent {
 		opts:      o,
 		discover:  Discoverer{NVML: nv, Names: o.ProfileNames},
 		publisher: &publisher{client: nodes, node: o.NodeName},
+		sick:      map[string]bool{},
 		dirty:     make(chan struct{}, 1),
 	}
 	a.plugin = newPlugin(o.SharesPerGPU, o.MPS)
@@ -87,17 +88,16 @@ func (a *Agent) GPUs() []GPU {
 	return cloneGPUs(a.gpus)
 }
 
-// setGPUs takes a fresh discovery, keeping the health the watcher decided
-// (discovery only sees that a GPU answers, not that it had a critical XID).
+// setGPUs takes a fresh discovery. A GPU is healthy when discovery could
+// read it and the health watcher does not hold it unhealthy: discovery only
+// sees that a GPU answers, not that it had a critical XID.
 func (a *Agent) setGPUs(gpus []GPU) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, g := range gpus {
-		if j := slices.IndexFunc(a.gpus, func(o GPU) bool { return o.UUID == g.UUID }); j >= 0 {
-			gpus[i].Healthy = a.gpus[j].Healthy
-		}
-	}
 	a.gpus = cloneGPUs(gpus)
+	for i := range a.gpus {
+		a.gpus[i].Healthy = a.healthy(a.gpus[i])
+	}
 	a.changed()
 }
 
@@ -105,12 +105,22 @@ func (a *Agent) setGPUs(gpus []GPU) {
 func (a *Agent) setHealth(uuid string, healthy bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if healthy {
+		delete(a.sick, uuid)
+	} else {
+		a.sick[uuid] = true
+	}
 	for i := range a.gpus {
 		if a.gpus[i].UUID == uuid {
-			a.gpus[i].Healthy = healthy
+			a.gpus[i].Healthy = a.healthy(a.gpus[i])
 		}
 	}
 	a.changed()
+}
+
+// healthy reports whether discovery read g and the watcher holds it well; a.mu is held.
+func (a *Agent) healthy(g GPU) bool {
+	return g.Error == "" && !a.sick[g.UUID]
 }
 
 // changed hands the GPUs to the plugin and asks for a Node write; a.mu is held.

@@ -15,6 +15,16 @@
 // go-nvml's library and its mock satisfy; every nvml.Return becomes a Go
 // error at that boundary (nvmlError).
 //
+// A GPU that does not answer (no handle, or its UUID, name, memory or MIG
+// state cannot be read) is kept, unhealthy, with what was read and the
+// reason in GPU.Error; the other GPUs keep serving. Only a failed device
+// count fails discovery. Such a GPU still offers its SharesPerGPU devices —
+// the count does not depend on memory — but reports them Unhealthy, as after
+// a critical XID, so the kubelet counts them in capacity and never allocates
+// them; its unknown memory does not set the share size. A GPU whose UUID is
+// unknown offers none, since its devices could not be named. Every resync
+// rediscovers, so a GPU that answers again serves again.
+//
 // # The device plugin
 //
 // Every GPU without MIG offers exactly SharesPerGPU devices (4 by default),

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +147,34 @@ func TestEventWaitErrors(t *testing.T) {
 	w.handle(ctx, nvml.EventData{}, nvml.ERROR_GPU_IS_LOST)
 	if want := []string{"GPU-h100-1 false"}; !cmp.Equal(want, changes) {
 		t.Errorf("after a wait that lost a GPU: changes %v, want %v", changes, want)
+	}
+}
+
+// TestAgentServesTheGPUsThatAnswer starts an agent with GPU 1 lost: GPU 0
+// serves, GPU 1 is published unhealthy with the reason and its devices are
+// listed unhealthy; once it answers and stays quiet it serves too.
+func TestAgentServesTheGPUsThatAnswer(t *testing.T) {
+	h := newHarness(t, 2)
+	h.gpus[1].lost.Store(true)
+	a, m, _ := h.start()
+	waitHealth(t, m, map[string]string{"GPU-h100-0": healthy, "GPU-h100-1": unhealthy})
+	if got := len(m.healthOf()); got != 2*testShares {
+		t.Errorf("the kubelet sees %d devices, want %d: the lost GPU's too, unhealthy", got, 2*testShares)
+	}
+	if g := a.GPUs()[1]; g.Healthy || !strings.Contains(g.Error, "nvml memory") {
+		t.Errorf("GPU 1 = healthy %v, error %q; want unhealthy, saying its memory could not be read", g.Healthy, g.Error)
+	}
+	eventually(t, "the node advertises the answering GPU's memory", func() bool {
+		return h.node().Status.Capacity.Name(ResourceMemoryMiB, "DecimalSI").Value() == 81559
+	})
+	c, err := m.allocate(context.Background(), "a/main", testShares)
+	if err != nil || onGPU(t, c) != "GPU-h100-0" {
+		t.Fatalf("a whole GPU's shares: %v on %v, want GPU-h100-0", err, c.envs)
+	}
+	h.gpus[1].lost.Store(false)
+	h.stepAndProbe(h.options().RecoverAfter) // quiet long enough, and rediscovered
+	waitHealth(t, m, map[string]string{"GPU-h100-1": healthy})
+	if g := a.GPUs()[1]; g.Error != "" || g.MemoryMiB != 81559 {
+		t.Errorf("GPU 1 after it answers: %+v", g)
 	}
 }
