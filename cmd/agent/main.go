@@ -24,7 +24,8 @@ func main() {
 	flag.StringVar(&o.Resource, "resource", agent.ResourceShare, "shared-memory resource the device plugin serves")
 	flag.Int64Var(&o.SharesPerGPU, "shares-per-gpu", agent.DefaultSharesPerGPU,
 		"devices every GPU without MIG offers, each one share: the smallest such GPU's memory / N, the same on every GPU of the node")
-	flag.BoolVar(&o.MPS, "mps", false, "also set CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (nodes running the MPS control daemon)")
+	flag.BoolVar(&o.MPS, "mps", false, "make containers clients of the node's CUDA MPS control daemon, their memory enforced by it")
+	flag.StringVar(&o.MPSRoot, "mps-root", agent.DefaultMPSRoot, "the MPS control daemon's host directory (pipe/, log/, shm/)")
 	flag.StringVar(&o.PluginDir, "device-plugin-dir", agent.DefaultPluginDir, "the kubelet's device-plugin directory")
 	flag.DurationVar(&o.Resync, "resync", 0, "how often GPUs are rediscovered and the Node written again (default 1m)")
 	flag.DurationVar(&o.RecoverAfter, "recover-after", 0, "quiet time after a critical XID before a GPU is healthy again (default 5m)")

@@ -49,7 +49,7 @@ func New(nv NVML, nodes NodeClient, o Options) *Agent {
 		sick:      map[string]bool{},
 		dirty:     make(chan struct{}, 1),
 	}
-	a.plugin = newPlugin(o.SharesPerGPU, o.MPS)
+	a.plugin = newPlugin(o.SharesPerGPU, o.mpsRoot())
 	a.health = &healthWatcher{
 		nvml: nv, clock: o.Clock, wait: healthWait, probeEvery: probeEvery,
 		recoverAfter: o.RecoverAfter, onChange: a.setHealth,

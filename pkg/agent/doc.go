@@ -53,6 +53,18 @@
 // kubelet fails the pod's admission on one; where nothing fits on one GPU it
 // answers the kubelet's own order, and Allocate refuses what spans GPUs.
 //
+// # MPS
+//
+// Nothing in a container holds it to its share unless the node runs CUDA's
+// Multi-Process Service. With MPS (--mps, and the control daemon of
+// deploy/agent/mps on the node) Allocate makes each container an MPS client
+// the way NVIDIA's device plugin does: it mounts the daemon's pipe directory
+// (CUDA_MPS_PIPE_DIRECTORY) and its shared memory (/dev/shm) from the MPS
+// root on the host, and sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<MiB>M, the
+// container's shares on ordinal 0, the one GPU it sees. Unlike NVIDIA's,
+// which sets one default limit per GPU on the daemon, the limit is per
+// container, since a container may hold several shares.
+//
 // The plugin re-registers when the kubelet restarts (its socket is created
 // again), and reports a GPU's devices unhealthy after a critical XID or when
 // the GPU is lost, healthy again when it answers and stays quiet.

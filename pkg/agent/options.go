@@ -12,6 +12,11 @@ import (
 // DefaultPluginDir is the kubelet's device-plugin directory.
 const DefaultPluginDir = pluginapi.DevicePluginPath
 
+// DefaultMPSRoot is the host directory of the MPS control daemon that
+// deploy/agent/mps runs. NVIDIA's device plugin uses /run/nvidia/mps; this
+// one is gpuadmit's own so the two daemons never share pipes or shared memory.
+const DefaultMPSRoot = "/run/gpuadmit/mps"
+
 // DefaultSharesPerGPU is how many devices, each one share of memory, every
 // GPU offers unless told otherwise.
 const DefaultSharesPerGPU = 4
@@ -29,9 +34,16 @@ type Options struct {
 	// each the same share of memory: the smallest such GPU's memory divided
 	// by SharesPerGPU, rounded down; zero means 4.
 	SharesPerGPU int64
-	// MPS also sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, for nodes that run the
-	// CUDA MPS control daemon; false sets only the limit variable.
+	// MPS makes every container a client of the node's CUDA MPS control
+	// daemon (deploy/agent/mps runs it), as NVIDIA's device plugin does: its
+	// pipe directory and shared memory mounted, CUDA_MPS_PIPE_DIRECTORY set,
+	// and its memory enforced by CUDA_MPS_PINNED_DEVICE_MEM_LIMIT. False
+	// sets only GPUADMIT_MEMORY_LIMIT_MIB, which nothing enforces.
 	MPS bool
+	// MPSRoot is the MPS control daemon's host directory: pipes in pipe/,
+	// logs in log/, its shared-memory tmpfs in shm/ (NVIDIA's layout). Empty
+	// means /run/gpuadmit/mps; unused without MPS.
+	MPSRoot string
 	// PluginDir is the kubelet's device-plugin directory; empty means
 	// /var/lib/kubelet/device-plugins.
 	PluginDir string
@@ -58,6 +70,9 @@ func (o *Options) defaults() {
 	if o.SharesPerGPU <= 0 {
 		o.SharesPerGPU = DefaultSharesPerGPU
 	}
+	if o.MPSRoot == "" {
+		o.MPSRoot = DefaultMPSRoot
+	}
 	if o.PluginDir == "" {
 		o.PluginDir = DefaultPluginDir
 	}
@@ -74,6 +89,14 @@ func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+}
+
+// mpsRoot is the MPS root containers are pointed at, empty without MPS.
+func (o *Options) mpsRoot() string {
+	if !o.MPS {
+		return ""
+	}
+	return o.MPSRoot
 }
 
 // socketName is the plugin's socket file, named after its resource

@@ -16,14 +16,14 @@ type Plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
 	devices *table
-	mps     bool
+	mpsRoot string // the MPS control daemon's host directory; empty without MPS
 }
 
 var _ pluginapi.DevicePluginServer = (*Plugin)(nil)
 
 // newPlugin returns a plugin serving no GPU until SetGPUs.
-func newPlugin(sharesPerGPU int64, mps bool) *Plugin {
-	return &Plugin{devices: newTable(int(sharesPerGPU)), mps: mps}
+func newPlugin(sharesPerGPU int64, mpsRoot string) *Plugin {
+	return &Plugin{devices: newTable(int(sharesPerGPU)), mpsRoot: mpsRoot}
 }
 
 // SetGPUs changes the GPUs the plugin serves, and their health; open
@@ -81,7 +81,7 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "allocate: %v", err)
 		}
-		resp.ContainerResponses = append(resp.ContainerResponses, a.response(s.unitMiB, p.mps))
+		resp.ContainerResponses = append(resp.ContainerResponses, a.response(s.unitMiB, p.mpsRoot))
 	}
 	logf.FromContext(ctx).V(2).Info("Allocated", "containers", len(resp.ContainerResponses))
 	return resp, nil

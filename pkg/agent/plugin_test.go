@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -131,14 +132,64 @@ func TestAllocateManyContainers(t *testing.T) {
 	}
 }
 
-func TestAllocateMPS(t *testing.T) {
-	a := allocation{uuid: "GPU-h100-0", shares: 3}
-	got := a.response(1024, true).Envs
-	want := map[string]string{
-		EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: "3072", EnvMPSMemoryLimit: "GPU-h100-0=3072M",
+// TestAllocateResponse is what a container of two shares of a 4-way H100
+// gets, without MPS and as an MPS client: the pipe directory and the
+// daemon's shared memory mounted where NVIDIA's device plugin mounts them,
+// and its memory limit on ordinal 0, the one GPU it sees.
+func TestAllocateResponse(t *testing.T) {
+	const unit = 81559 / 4
+	plain := map[string]string{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit)}
+	tests := map[string]struct {
+		mpsRoot string
+		want    *pluginapi.ContainerAllocateResponse
+	}{
+		"without MPS": {want: &pluginapi.ContainerAllocateResponse{Envs: plain}},
+		"with MPS": {mpsRoot: "/run/gpuadmit/mps", want: &pluginapi.ContainerAllocateResponse{
+			Envs: map[string]string{
+				EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit),
+				"CUDA_MPS_PIPE_DIRECTORY": "/mps/pipe", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": fmt.Sprintf("0=%dM", 2*unit),
+			},
+			Mounts: []*pluginapi.Mount{
+				{ContainerPath: "/mps/pipe", HostPath: "/run/gpuadmit/mps/pipe"},
+				{ContainerPath: "/dev/shm", HostPath: "/run/gpuadmit/mps/shm"},
+			},
+		}},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("envs with MPS (-want +got):\n%s", diff)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := newPlugin(4, tc.mpsRoot)
+			p.SetGPUs([]GPU{{UUID: "GPU-h100-0", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true}})
+			resp, err := p.Allocate(context.Background(), &pluginapi.AllocateRequest{
+				ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"GPU-h100-0::1", "GPU-h100-0::3"}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, resp.ContainerResponses[0], protocmp.Transform()); diff != "" {
+				t.Errorf("Allocate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAgentMPSOption: --mps points containers at --mps-root (by default
+// /run/gpuadmit/mps), through the whole agent and the kubelet's gRPC.
+func TestAgentMPSOption(t *testing.T) {
+	h := newHarness(t, 1)
+	o := h.options()
+	o.MPS = true
+	a := New(h.nvml, h.nodes, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	m := h.kubelet.registered(ctx)
+	c, err := m.allocate(ctx, "a/main", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.resp.Mounts; len(got) != 2 || got[0].HostPath != DefaultMPSRoot+"/pipe" {
+		t.Errorf("mounts %v: want the pipe directory under %s first, then the shared memory", got, DefaultMPSRoot)
 	}
 }
 

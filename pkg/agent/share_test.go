@@ -76,7 +76,7 @@ func devicesOf(n int, health map[string]string) map[string]string {
 // TestAllocateGivesSharesOfOneGPU: a container gets as many shares as it has
 // devices, on the GPU they name, whichever GPU set the share size.
 func TestAllocateGivesSharesOfOneGPU(t *testing.T) {
-	p := newPlugin(4, false)
+	p := newPlugin(4, "")
 	p.SetGPUs([]GPU{
 		{UUID: "GPU-a", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true},
 		{UUID: "GPU-t4", MemoryMiB: 15360, MIGMode: MIGUnsupported, Healthy: true},
@@ -105,7 +105,7 @@ func TestAllocateGivesSharesOfOneGPU(t *testing.T) {
 // GPU: it answers the kubelet's own order (must-include devices, then the
 // offered ones as offered) and no error, which would fail the pod.
 func TestPreferNeverFails(t *testing.T) {
-	p := newPlugin(4, false)
+	p := newPlugin(4, "")
 	p.SetGPUs([]GPU{
 		{UUID: "GPU-a", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true},
 		{UUID: "GPU-b", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true},
