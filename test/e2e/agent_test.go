@@ -42,7 +42,7 @@ func TestAgentPublishesOnARealNode(t *testing.T) {
 	// The mock has no event sets; a driver without them answers so, and the
 	// agent then watches health by probing.
 	server.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
-	a := agent.New(server, env.Client, nil, agent.Options{NodeName: node.Name, PluginDir: t.TempDir(), Resync: time.Second, Retry: 200 * time.Millisecond})
+	a := agent.New(server, env.Client, agent.Options{NodeName: node.Name, PluginDir: t.TempDir(), Resync: time.Second, Retry: 200 * time.Millisecond})
 	go a.Run(ctx)
 
 	var gpus []agent.GPU
