@@ -37,9 +37,9 @@
 // sees only the node's total of gpuadmit.io/gpu-mem, never which GPU a free
 // device is on. But every container takes exactly one device (the request the
 // webhook is to write for a pool that serves shares), and one device is one
-// whole share that every GPU holds,
-// so whenever the node has a free device, some GPU has a free share: a node
-// the scheduler finds room on has room on one GPU. Shares of different sizes
+// whole share that every GPU holds, so whenever the node has a free device,
+// some GPU has a free share: a node the scheduler finds room on has room on
+// one GPU. Shares of different sizes
 // (units of a fixed MiB, several per pod) would break that: the node's free
 // units could be scattered over GPUs none of which has enough.
 //
