@@ -313,6 +313,7 @@ func TestHelmRefuses(t *testing.T) {
 		"an unknown certificates mode": {args: []string{"--set", "certificates.mode=manual"}, want: "certificates/mode"},
 		"an unknown policy source":     {args: []string{"--set", "policies.source=git"}, want: "policies/source"},
 		"a long webhook timeout":       {args: []string{"--set", "webhook.timeoutSeconds=30"}, want: "webhook/timeoutSeconds"},
+		"no shares per GPU":            {args: []string{"--set", "agent.enabled=true", "--set", "agent.sharesPerGPU=0"}, want: "agent/sharesPerGPU"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

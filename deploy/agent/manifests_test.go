@@ -1,6 +1,7 @@
 // Package agent_test checks the node agent's manifests: rendered by
 // kustomize when hack/tools.sh installed it (required in CI), else read file
-// by file as the kustomization lists them, and decoded strictly.
+// by file as the kustomization lists them, and decoded strictly. The MPS
+// component (mps/, built through deploy/overlays/agent-mps) needs kustomize.
 package agent_test
 
 import (
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/deploy"
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 const (
@@ -36,13 +38,26 @@ const (
 	account   = "gpuadmit-agent"
 )
 
+// mpsOverlay is the agent with the MPS component.
+var mpsOverlay = filepath.Join("..", "overlays", "agent-mps")
+
+// kustomize finds kustomize in $GPUADMIT_TOOLS or .bin/tools, as hack/tools.sh installs it.
+func kustomize() (deploy.Tools, bool) {
+	dir := os.Getenv("GPUADMIT_TOOLS")
+	if dir == "" {
+		dir = filepath.Join("..", "..", ".bin", "tools")
+	}
+	tools, missing := deploy.FindTools(dir)
+	return tools, !slices.Contains(missing, "kustomize")
+}
+
 // render returns the kustomization's objects by kind.
 func render(t *testing.T) map[string][]runtime.Object {
 	t.Helper()
-	tools, missing := deploy.FindTools(filepath.Join("..", "..", ".bin", "tools"))
+	tools, ok := kustomize()
 	var stream []byte
 	switch {
-	case !slices.Contains(missing, "kustomize"):
+	case ok:
 		out, err := tools.Build(".")
 		if err != nil {
 			t.Fatal(err)
@@ -54,6 +69,23 @@ func render(t *testing.T) map[string][]runtime.Object {
 		stream = concatenate(t)
 	}
 	return decode(t, stream)
+}
+
+// renderMPS returns the MPS overlay's objects by kind; it needs kustomize.
+func renderMPS(t *testing.T) map[string][]runtime.Object {
+	t.Helper()
+	tools, ok := kustomize()
+	if !ok {
+		if os.Getenv("GPUADMIT_REQUIRE_TOOLS") == "1" {
+			t.Fatal("kustomize not found: run hack/tools.sh")
+		}
+		t.Skip("kustomize not found: run hack/tools.sh")
+	}
+	out, err := tools.Build(mpsOverlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decode(t, out)
 }
 
 // concatenate joins the files kustomization.yaml lists, as kustomize would.
@@ -144,11 +176,14 @@ func TestAgentMayPatchOnlyNodes(t *testing.T) {
 	}
 }
 
-func TestDaemonSetRunsOnGPUNodesWithTheKubeletsSockets(t *testing.T) {
+func TestDaemonSetRunsOnDevicePluginNodes(t *testing.T) {
 	ds := render(t)["DaemonSet"][0].(*appsv1.DaemonSet)
 	spec := ds.Spec.Template.Spec
 	if spec.ServiceAccountName != account || ds.Namespace != namespace {
 		t.Errorf("DaemonSet %s/%s runs as %q, want %s/%s", ds.Namespace, ds.Name, spec.ServiceAccountName, namespace, account)
+	}
+	if want := map[string]string{allocator.LabelNodeMode: allocator.NodeModeDevicePlugin}; !cmp.Equal(want, spec.NodeSelector) {
+		t.Errorf("node selector %v, want %v: only nodes an operator put in device-plugin mode", spec.NodeSelector, want)
 	}
 	terms := spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	want := []corev1.NodeSelectorTerm{
@@ -172,8 +207,8 @@ func TestDaemonSetRunsOnGPUNodesWithTheKubeletsSockets(t *testing.T) {
 			t.Errorf("volume %s: want a hostPath mounted at its own path, got %+v at %q", v.Name, v.VolumeSource, mounts[v.Name])
 		}
 	}
-	if len(spec.Volumes) != 2 {
-		t.Errorf("volumes %v: want the device-plugin and pod-resources directories", spec.Volumes)
+	if len(spec.Volumes) != 1 || mounts[spec.Volumes[0].Name] != "/var/lib/kubelet/device-plugins" {
+		t.Errorf("volumes %v: want the kubelet's device-plugin directory, and nothing else", spec.Volumes)
 	}
 	if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "NODE_NAME" }); i < 0 ||
 		c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
@@ -184,7 +219,11 @@ func TestDaemonSetRunsOnGPUNodesWithTheKubeletsSockets(t *testing.T) {
 // TestDaemonSetFlagsExist: every flag the DaemonSet passes is one the agent
 // defines (or controller-runtime's zap logger does).
 func TestDaemonSetFlagsExist(t *testing.T) {
-	ds := render(t)["DaemonSet"][0].(*appsv1.DaemonSet)
+	checkFlags(t, render(t)["DaemonSet"][0].(*appsv1.DaemonSet))
+}
+
+func checkFlags(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
 	main, err := os.ReadFile(filepath.Join("..", "..", "cmd", "agent", "main.go"))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -32,26 +31,25 @@ type Agent struct {
 	health    *healthWatcher
 	publisher *publisher
 	plugin    *Plugin
-	used      *tracker
 	server    *server
 
 	mu    sync.Mutex
 	gpus  []GPU
-	dirty chan struct{} // holds one token when the Node needs writing
+	sick  map[string]bool // UUIDs the health watcher holds unhealthy
+	dirty chan struct{}   // holds one token when the Node needs writing
 }
 
-// New returns an agent. nodes writes the Node; pods is the kubelet's
-// PodResources API, nil to trust only what Allocate saw.
-func New(nv NVML, nodes NodeClient, pods PodResourcesLister, o Options) *Agent {
+// New returns an agent; nodes writes the Node.
+func New(nv NVML, nodes NodeClient, o Options) *Agent {
 	o.defaults()
 	a := &Agent{
 		opts:      o,
 		discover:  Discoverer{NVML: nv, Names: o.ProfileNames},
 		publisher: &publisher{client: nodes, node: o.NodeName},
-		used:      newTracker(o.Resource, pods, o.Clock),
+		sick:      map[string]bool{},
 		dirty:     make(chan struct{}, 1),
 	}
-	a.plugin = newPlugin(a.used, o.UnitMiB, o.MPS)
+	a.plugin = newPlugin(o.SharesPerGPU, o.mpsRoot())
 	a.health = &healthWatcher{
 		nvml: nv, clock: o.Clock, wait: healthWait, probeEvery: probeEvery,
 		recoverAfter: o.RecoverAfter, onChange: a.setHealth,
@@ -63,8 +61,8 @@ func New(nv NVML, nodes NodeClient, pods PodResourcesLister, o Options) *Agent {
 	return a
 }
 
-// Run discovers the GPUs, reads the devices in use, then serves the plugin,
-// watches health, writes the Node and resyncs until ctx ends.
+// Run discovers the GPUs, then serves the plugin, watches health, writes the
+// Node and resyncs until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	if a.opts.NodeName == "" {
 		return fmt.Errorf("no node name: set NODE_NAME from the downward API")
@@ -75,9 +73,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	logf.FromContext(ctx).Info("Discovered GPUs", "count", len(gpus), "capacity", Accounting(gpus))
 	a.setGPUs(gpus)
-	if err := a.used.refresh(ctx); err != nil { // before serving, so no preference ignores it
-		logf.FromContext(ctx).Error(err, "Devices in use unknown until the next resync")
-	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.server.run(ctx) })
 	g.Go(func() error { return a.health.run(ctx) })
@@ -93,17 +88,16 @@ func (a *Agent) GPUs() []GPU {
 	return cloneGPUs(a.gpus)
 }
 
-// setGPUs takes a fresh discovery, keeping the health the watcher decided
-// (discovery only sees that a GPU answers, not that it had a critical XID).
+// setGPUs takes a fresh discovery. A GPU is healthy when discovery could
+// read it and the health watcher does not hold it unhealthy: discovery only
+// sees that a GPU answers, not that it had a critical XID.
 func (a *Agent) setGPUs(gpus []GPU) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, g := range gpus {
-		if j := slices.IndexFunc(a.gpus, func(o GPU) bool { return o.UUID == g.UUID }); j >= 0 {
-			gpus[i].Healthy = a.gpus[j].Healthy
-		}
-	}
 	a.gpus = cloneGPUs(gpus)
+	for i := range a.gpus {
+		a.gpus[i].Healthy = a.healthy(a.gpus[i])
+	}
 	a.changed()
 }
 
@@ -111,12 +105,22 @@ func (a *Agent) setGPUs(gpus []GPU) {
 func (a *Agent) setHealth(uuid string, healthy bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if healthy {
+		delete(a.sick, uuid)
+	} else {
+		a.sick[uuid] = true
+	}
 	for i := range a.gpus {
 		if a.gpus[i].UUID == uuid {
-			a.gpus[i].Healthy = healthy
+			a.gpus[i].Healthy = a.healthy(a.gpus[i])
 		}
 	}
 	a.changed()
+}
+
+// healthy reports whether discovery read g and the watcher holds it well; a.mu is held.
+func (a *Agent) healthy(g GPU) bool {
+	return g.Error == "" && !a.sick[g.UUID]
 }
 
 // changed hands the GPUs to the plugin and asks for a Node write; a.mu is held.
@@ -143,15 +147,17 @@ func (a *Agent) publishLoop(ctx context.Context) error {
 		case <-retry:
 		}
 		retry = nil
-		if err := a.publisher.publish(ctx, a.GPUs()); err != nil {
+		gpus := a.GPUs()
+		offer, ok := shareOffer(gpus, a.opts.Resource, a.opts.SharesPerGPU)
+		if err := a.publisher.publish(ctx, gpus, offer, ok); err != nil {
 			logf.FromContext(ctx).Error(err, "Writing the Node; retrying", "after", a.opts.Retry)
 			retry = a.opts.Clock.After(a.opts.Retry)
 		}
 	}
 }
 
-// resyncLoop rediscovers the GPUs, writes the Node again (it may have been
-// recreated, or edited) and reads the devices in use, every Resync.
+// resyncLoop rediscovers the GPUs and writes the Node again (it may have
+// been recreated, or edited) every Resync.
 func (a *Agent) resyncLoop(ctx context.Context) error {
 	t := a.opts.Clock.NewTicker(a.opts.Resync)
 	defer t.Stop()
@@ -168,8 +174,5 @@ func (a *Agent) resyncLoop(ctx context.Context) error {
 			a.setGPUs(gpus)
 		}
 		a.markDirty()
-		if err := a.used.refresh(ctx); err != nil {
-			log.Error(err, "Reading devices in use")
-		}
 	}
 }

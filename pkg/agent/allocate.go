@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"path/filepath"
 	"strconv"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -14,14 +15,25 @@ const (
 	// EnvMemoryLimitMiB tells the workload (and any in-container enforcer)
 	// how much of the GPU's memory it was given.
 	EnvMemoryLimitMiB = "GPUADMIT_MEMORY_LIMIT_MIB"
-	// EnvMPSMemoryLimit makes the CUDA MPS server enforce the limit.
+	// EnvMPSMemoryLimit makes the CUDA MPS server enforce the limit: the
+	// client's pinned device memory, per device ordinal the client sees.
 	EnvMPSMemoryLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+	// EnvMPSPipeDirectory is where an MPS client finds the control daemon's pipes.
+	EnvMPSPipeDirectory = "CUDA_MPS_PIPE_DIRECTORY"
 )
 
-// allocation is what one container gets: a GPU and how many units of it.
+// Where an MPS client container sees the control daemon's directories, as
+// NVIDIA's device plugin mounts them: the pipes under /mps, and the daemon's
+// shared memory as the container's /dev/shm.
+const (
+	MPSContainerPipeDir = "/mps/pipe"
+	MPSContainerShmDir  = "/dev/shm"
+)
+
+// allocation is what one container gets: a GPU and how many shares of it.
 type allocation struct {
-	uuid  string
-	units int
+	uuid   string
+	shares int
 }
 
 // allocationOf derives a container's GPU from its device IDs alone: every ID
@@ -30,6 +42,9 @@ type allocation struct {
 func allocationOf(s *snapshot, ids []string) (allocation, error) {
 	if len(ids) == 0 {
 		return allocation{}, fmt.Errorf("no devices to allocate")
+	}
+	if s.unitMiB == 0 {
+		return allocation{}, fmt.Errorf("no share size: the memory of no GPU here is known")
 	}
 	var a allocation
 	seen := make(map[string]bool, len(ids))
@@ -48,19 +63,39 @@ func allocationOf(s *snapshot, ids []string) (allocation, error) {
 		}
 		a.uuid = g.uuid
 	}
-	a.units = len(ids)
+	a.shares = len(ids)
 	return a, nil
 }
 
-// response is the kubelet's instructions for one container.
-func (a allocation) response(unitMiB int64, mps bool) *pluginapi.ContainerAllocateResponse {
-	mib := int64(a.units) * unitMiB
-	envs := map[string]string{
+// response is the kubelet's instructions for one container. With an MPS
+// root (the host directory of the node's MPS control daemon, empty for none)
+// the container is made an MPS client held to its memory.
+func (a allocation) response(unitMiB int64, mpsRoot string) *pluginapi.ContainerAllocateResponse {
+	mib := int64(a.shares) * unitMiB
+	r := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{
 		EnvVisibleDevices: a.uuid,
 		EnvMemoryLimitMiB: strconv.FormatInt(mib, 10),
+	}}
+	if mpsRoot != "" {
+		mpsClient(r, mpsRoot, mib)
 	}
-	if mps {
-		envs[EnvMPSMemoryLimit] = fmt.Sprintf("%s=%dM", a.uuid, mib)
-	}
-	return &pluginapi.ContainerAllocateResponse{Envs: envs}
+	return r
 }
+
+// mpsClient points a container at the MPS control daemon whose directories
+// are under root on the host, and limits its pinned device memory to mib.
+// The container sees its one GPU (NVIDIA_VISIBLE_DEVICES) as ordinal 0.
+func mpsClient(r *pluginapi.ContainerAllocateResponse, root string, mib int64) {
+	r.Envs[EnvMPSPipeDirectory] = MPSContainerPipeDir
+	r.Envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", mib)
+	r.Mounts = append(r.Mounts,
+		&pluginapi.Mount{ContainerPath: MPSContainerPipeDir, HostPath: MPSPipeDir(root)},
+		&pluginapi.Mount{ContainerPath: MPSContainerShmDir, HostPath: MPSShmDir(root)},
+	)
+}
+
+// MPSPipeDir is the control daemon's pipe directory under an MPS root.
+func MPSPipeDir(root string) string { return filepath.Join(root, "pipe") }
+
+// MPSShmDir is the daemon's shared memory (a tmpfs) under an MPS root.
+func MPSShmDir(root string) string { return filepath.Join(root, "shm") }

@@ -9,18 +9,20 @@ import (
 	"sync/atomic"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
-// idSeparator joins a GPU's UUID and a unit number in a device ID. NVML UUIDs
+// idSeparator joins a GPU's UUID and a device number in a device ID. NVML UUIDs
 // ("GPU-5e1a…", "MIG-…") never hold two colons.
 const idSeparator = "::"
 
-// DeviceID is the ID of unit n of the GPU with uuid: "<uuid>::<n>".
+// DeviceID is the ID of device (share) n of the GPU with uuid: "<uuid>::<n>".
 func DeviceID(uuid string, n int) string {
 	return uuid + idSeparator + strconv.Itoa(n)
 }
 
-// ParseDeviceID splits a device ID into its GPU's UUID and its unit number.
+// ParseDeviceID splits a device ID into its GPU's UUID and its device number.
 func ParseDeviceID(id string) (uuid string, n int, err error) {
 	uuid, num, ok := strings.Cut(id, idSeparator)
 	if !ok || uuid == "" {
@@ -28,7 +30,7 @@ func ParseDeviceID(id string) (uuid string, n int, err error) {
 	}
 	n, err = strconv.Atoi(num)
 	if err != nil || n < 0 || strconv.Itoa(n) != num { // one spelling per device: no "+5" or "05"
-		return "", 0, fmt.Errorf("device %q has no unit number after %q", id, idSeparator)
+		return "", 0, fmt.Errorf("device %q has no device number after %q", id, idSeparator)
 	}
 	return uuid, n, nil
 }
@@ -36,7 +38,6 @@ func ParseDeviceID(id string) (uuid string, n int, err error) {
 // shareGPU is one GPU as the device plugin serves it.
 type shareGPU struct {
 	uuid    string
-	units   int
 	healthy bool
 }
 
@@ -47,19 +48,48 @@ type shareGPU struct {
 type snapshot struct {
 	gpus     []shareGPU
 	byUUID   map[string]int
+	shares   int   // devices per GPU
+	unitMiB  int64 // memory behind each device; 0 when no GPU's memory is known
 	replaced chan struct{}
 }
 
-func newSnapshot(gpus []GPU, unitMiB int64) *snapshot {
-	s := &snapshot{byUUID: map[string]int{}, replaced: make(chan struct{})}
+// newSnapshot serves shares devices on every GPU that serves shares and
+// has a UUID to name them by, each device one share of unitMiB.
+func newSnapshot(gpus []GPU, shares int) *snapshot {
+	s := &snapshot{byUUID: map[string]int{}, shares: shares, unitMiB: shareUnitMiB(gpus, shares), replaced: make(chan struct{})}
 	for _, g := range gpus {
-		if !g.Shares() {
+		if !g.Shares() || g.UUID == "" {
 			continue
 		}
 		s.byUUID[g.UUID] = len(s.gpus)
-		s.gpus = append(s.gpus, shareGPU{uuid: g.UUID, units: int(g.MemoryMiB / unitMiB), healthy: g.Healthy})
+		s.gpus = append(s.gpus, shareGPU{uuid: g.UUID, healthy: g.Healthy})
 	}
 	return s
+}
+
+// shareOffer is the share the plugin serves on a node with gpus, and false
+// where it serves none: no GPU serves shares (MIG is on everywhere), or the
+// memory of none of them is known.
+func shareOffer(gpus []GPU, resource string, shares int64) (allocator.ShareOffer, bool) {
+	s := newSnapshot(gpus, int(shares))
+	if len(s.gpus) == 0 || s.unitMiB == 0 {
+		return allocator.ShareOffer{}, false
+	}
+	return allocator.ShareOffer{Resource: resource, UnitMiB: s.unitMiB, SharesPerGPU: shares}, true
+}
+
+// shareUnitMiB is the memory behind one device: the smallest memory among
+// the GPUs that serve shares, divided by shares, so that every device on the
+// node is the same share and every GPU holds shares of them. A GPU whose
+// memory discovery could not read does not count. Zero when none is known.
+func shareUnitMiB(gpus []GPU, shares int) int64 {
+	var smallest int64
+	for _, g := range gpus {
+		if g.Shares() && g.MemoryMiB > 0 && (smallest == 0 || g.MemoryMiB < smallest) {
+			smallest = g.MemoryMiB
+		}
+	}
+	return smallest / int64(max(shares, 1))
 }
 
 // gpu returns the GPU a device ID names, or an error when the plugin
@@ -73,8 +103,8 @@ func (s *snapshot) gpu(id string) (shareGPU, int, error) {
 	if !ok {
 		return shareGPU{}, 0, fmt.Errorf("device %q: GPU %s is not served here", id, uuid)
 	}
-	if n >= s.gpus[i].units {
-		return shareGPU{}, 0, fmt.Errorf("device %q: GPU %s has %d units", id, uuid, s.gpus[i].units)
+	if n >= s.shares {
+		return shareGPU{}, 0, fmt.Errorf("device %q: GPU %s has %d devices", id, uuid, s.shares)
 	}
 	return s.gpus[i], i, nil
 }
@@ -87,7 +117,7 @@ func (s *snapshot) devices() []*pluginapi.Device {
 		if !g.healthy {
 			health = pluginapi.Unhealthy
 		}
-		for n := range g.units {
+		for n := range s.shares {
 			out = append(out, &pluginapi.Device{ID: DeviceID(g.uuid, n), Health: health})
 		}
 	}
@@ -99,12 +129,12 @@ func (s *snapshot) devices() []*pluginapi.Device {
 type table struct {
 	mu      sync.Mutex
 	current atomic.Pointer[snapshot]
-	unitMiB int64
+	shares  int
 }
 
-func newTable(unitMiB int64) *table {
-	t := &table{unitMiB: unitMiB}
-	t.current.Store(newSnapshot(nil, unitMiB))
+func newTable(shares int) *table {
+	t := &table{shares: shares}
+	t.current.Store(newSnapshot(nil, shares))
 	return t
 }
 
@@ -115,8 +145,8 @@ func (t *table) load() *snapshot { return t.current.Load() }
 func (t *table) set(gpus []GPU) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	next := newSnapshot(gpus, t.unitMiB)
-	if slices.Equal(next.gpus, t.current.Load().gpus) {
+	next, current := newSnapshot(gpus, t.shares), t.current.Load()
+	if slices.Equal(next.gpus, current.gpus) && next.unitMiB == current.unitMiB {
 		return
 	}
 	close(t.current.Swap(next).replaced)

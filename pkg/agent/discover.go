@@ -22,9 +22,11 @@ type Discoverer struct {
 	Names ProfileNamer
 }
 
-// Discover returns every GPU NVML sees, in index order, all marked healthy
-// (they answered). A GPU that fails to answer fails the whole discovery:
-// publishing a partial inventory would shrink the node's capacity silently.
+// Discover returns every GPU NVML sees, in index order. A GPU that does not
+// answer is kept, unhealthy, with what could be read and why the rest could
+// not (GPU.Error), and the others are served: one bad GPU must not take the
+// node's good ones out of service. Only a failed device count fails
+// discovery, since then no GPU is known at all.
 func (d Discoverer) Discover() ([]GPU, error) {
 	n, ret := d.NVML.DeviceGetCount()
 	if err := nvmlError("device count", ret); err != nil {
@@ -32,17 +34,28 @@ func (d Discoverer) Discover() ([]GPU, error) {
 	}
 	gpus := make([]GPU, 0, n)
 	for i := range n {
-		dev, ret := d.NVML.DeviceGetHandleByIndex(i)
-		if err := nvmlError("device handle", ret); err != nil {
-			return nil, fmt.Errorf("GPU %d: %w", i, err)
-		}
-		g, err := d.readGPU(i, dev)
-		if err != nil {
-			return nil, fmt.Errorf("GPU %d: %w", i, err)
-		}
-		gpus = append(gpus, g)
+		gpus = append(gpus, d.discoverGPU(i))
 	}
 	return gpus, nil
+}
+
+// discoverGPU reads GPU i, marking it unhealthy when NVML does not answer.
+func (d Discoverer) discoverGPU(i int) GPU {
+	dev, ret := d.NVML.DeviceGetHandleByIndex(i)
+	if err := nvmlError("device handle", ret); err != nil {
+		return unreadable(GPU{Index: i}, err)
+	}
+	g, err := d.readGPU(i, dev)
+	if err != nil {
+		return unreadable(g, err)
+	}
+	return g
+}
+
+// unreadable marks a GPU discovery could not read.
+func unreadable(g GPU, err error) GPU {
+	g.Healthy, g.Error = false, err.Error()
+	return g
 }
 
 func (d Discoverer) catalog() *allocator.Catalog {
@@ -52,26 +65,38 @@ func (d Discoverer) catalog() *allocator.Catalog {
 	return d.Catalog
 }
 
+// readGPU reads one GPU. On an error the GPU holds what was read before it:
+// a UUID, a product, a memory size are each set only when NVML gave them.
 func (d Discoverer) readGPU(index int, dev nvml.Device) (GPU, error) {
 	g := GPU{Index: index, Healthy: true}
-	var errs []error
-	var ret nvml.Return
-	g.UUID, ret = dev.GetUUID()
-	errs = append(errs, nvmlError("uuid", ret))
-	g.Product, ret = dev.GetName()
-	errs = append(errs, nvmlError("name", ret))
-	mem, ret := dev.GetMemoryInfo()
-	errs = append(errs, nvmlError("memory", ret))
-	g.MemoryMiB = int64(mem.Total >> 20)
-	if err := errors.Join(errs...); err != nil {
-		return GPU{}, err
-	}
+	err := readIdentity(&g, dev)
 	model, known := d.catalog().ByProduct(g.Product)
-	g.Model, g.Known = modelName(g.Product, model, known), known
-	if err := d.readMIG(&g, dev, model); err != nil {
-		return GPU{}, err
+	if g.Product != "" {
+		g.Model, g.Known = modelName(g.Product, model, known), known
 	}
-	return g, nil
+	if err != nil {
+		return g, err
+	}
+	return g, d.readMIG(&g, dev, model)
+}
+
+// readIdentity reads the UUID, the product name and the memory, all three
+// even when one fails, so an unhealthy GPU is published with what is known.
+func readIdentity(g *GPU, dev nvml.Device) error {
+	uuid, uret := dev.GetUUID()
+	product, pret := dev.GetName()
+	mem, mret := dev.GetMemoryInfo()
+	errs := []error{nvmlError("uuid", uret), nvmlError("name", pret), nvmlError("memory", mret)}
+	if uret == nvml.SUCCESS {
+		g.UUID = uuid
+	}
+	if pret == nvml.SUCCESS {
+		g.Product = product
+	}
+	if mret == nvml.SUCCESS {
+		g.MemoryMiB = int64(mem.Total >> 20)
+	}
+	return errors.Join(errs...)
 }
 
 // modelName is the catalog's name, or the product as GPU Feature Discovery's

@@ -185,14 +185,69 @@ func TestDiscoverWithoutMIG(t *testing.T) {
 	}
 }
 
-func TestDiscoverFailsOnALostGPU(t *testing.T) {
-	devs := h100s(t, 2)
-	devs[1].lost.Store(true)
-	_, err := Discoverer{NVML: newFakeNVML(nvmlDevices(devs)...)}.Discover()
-	if !errors.Is(err, nvml.ERROR_GPU_IS_LOST) {
-		t.Fatalf("Discover error = %v, want one that wraps ERROR_GPU_IS_LOST", err)
+// TestDiscoverMarksAGPUThatDoesNotAnswer: GPU 1 of two fake H100s fails one
+// NVML query; it is kept, unhealthy, with what was read and why, and GPU 0
+// is discovered in full. Only a failed device count fails discovery.
+func TestDiscoverMarksAGPUThatDoesNotAnswer(t *testing.T) {
+	r := readReading(t, "h100-80gb-hbm3-raw.txt")
+	m := catalogModel(t, "H100-80GB")
+	good := GPU{Index: 0, UUID: "GPU-h100-0", Product: r.name, Model: m.Name, Known: true,
+		MemoryMiB: r.memoryMiB, MIGMode: MIGDisabled, Profiles: m.Profiles, Healthy: true}
+	failing := func(op string, ret nvml.Return) string { return nvmlError(op, ret).Error() }
+	tests := map[string]struct {
+		breakGPU1 func(f *fakeNVML, d *device)
+		want      GPU
+		wantErr   error
+	}{
+		"memory: the GPU is lost": {
+			breakGPU1: func(_ *fakeNVML, d *device) { d.lost.Store(true) },
+			want: GPU{Index: 1, UUID: "GPU-h100-1", Product: r.name, Model: m.Name, Known: true,
+				Error: failing("memory", nvml.ERROR_GPU_IS_LOST)},
+		},
+		"UUID: NVML fails": {
+			breakGPU1: func(_ *fakeNVML, d *device) {
+				d.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_UNKNOWN }
+			},
+			want: GPU{Index: 1, Product: r.name, Model: m.Name, Known: true, MemoryMiB: r.memoryMiB,
+				Error: failing("uuid", nvml.ERROR_UNKNOWN)},
+		},
+		"no handle": {
+			breakGPU1: func(f *fakeNVML, _ *device) {
+				get := f.DeviceGetHandleByIndexFunc
+				f.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+					if i == 1 {
+						return nil, nvml.ERROR_GPU_IS_LOST
+					}
+					return get(i)
+				}
+			},
+			want: GPU{Index: 1, Error: failing("device handle", nvml.ERROR_GPU_IS_LOST)},
+		},
+		"the device count fails discovery": {
+			breakGPU1: func(f *fakeNVML, _ *device) {
+				f.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_DRIVER_NOT_LOADED }
+			},
+			wantErr: nvml.ERROR_DRIVER_NOT_LOADED,
+		},
 	}
-	if want := "GPU 1: nvml memory: "; err != nil && err.Error()[:len(want)] != want {
-		t.Errorf("Discover error %q does not start with %q", err, want)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			devs := h100s(t, 2)
+			f := newFakeNVML(nvmlDevices(devs)...)
+			tc.breakGPU1(f, devs[1])
+			got, err := Discoverer{NVML: f}.Discover()
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Discover error = %v, want one that wraps %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]GPU{good, tc.want}, got); diff != "" {
+				t.Errorf("Discover (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 // Package agent is gpuadmit's node agent: it discovers a node's GPUs with
 // NVML, publishes them on the Node (an annotation with per-GPU detail and the
 // accounting capacity of DESIGN.md, "Quotas"), and serves a kubelet device
-// plugin that hands out GPU memory in units of gpuadmit.io/gpu-mem.
+// plugin that hands out GPU memory in shares of gpuadmit.io/gpu-mem. It
+// serves only on nodes an operator marked for device-plugin mode
+// (allocator.LabelNodeMode, which its DaemonSet selects).
 //
 // # Discovery
 //
@@ -13,17 +15,58 @@
 // go-nvml's library and its mock satisfy; every nvml.Return becomes a Go
 // error at that boundary (nvmlError).
 //
+// A GPU that does not answer (no handle, or its UUID, name, memory or MIG
+// state cannot be read) is kept, unhealthy, with what was read and the
+// reason in GPU.Error; the other GPUs keep serving. Only a failed device
+// count fails discovery. Such a GPU still offers its SharesPerGPU devices —
+// the count does not depend on memory — but reports them Unhealthy, as after
+// a critical XID, so the kubelet counts them in capacity and never allocates
+// them; its unknown memory does not set the share size. A GPU whose UUID is
+// unknown offers none, since its devices could not be named. Every resync
+// rediscovers, so a GPU that answers again serves again.
+//
 // # The device plugin
 //
-// Every GPU without MIG offers one device per memory unit (1024 MiB by
-// default), with IDs "<gpu-uuid>::<n>" that name their GPU. Allocate reads
-// the GPU from the IDs alone — no pod lookup, no lock — and refuses a
-// container whose devices span GPUs. GetPreferredAllocation keeps each
-// container on one GPU, best fit (allocator.BestFit), and never prefers a
-// device in use: the devices in use are those the kubelet's PodResources API
-// lists (read at start and every resync, so they survive an agent restart)
-// and those allocated since. The plugin re-registers when the kubelet
-// restarts (its socket is created again), and reports a GPU's devices
-// unhealthy after a critical XID or when the GPU is lost, healthy again when
-// it answers and stays quiet.
+// Every GPU without MIG offers exactly SharesPerGPU devices (4 by default),
+// with IDs "<gpu-uuid>::<n>" that name their GPU, and every device is the
+// same share of memory: the smallest such GPU's memory divided by
+// SharesPerGPU, rounded down. The agent publishes that share on its Node
+// (allocator.AnnotationShare, an allocator.ShareOffer) beside the GPUs.
+//
+// One share size per node is what makes the stock scheduler safe here. It
+// sees only the node's total of gpuadmit.io/gpu-mem, never which GPU a free
+// device is on. But every container takes exactly one device (the request the
+// webhook is to write for a pool that serves shares), and one device is one
+// whole share that every GPU holds, so whenever the node has a free device,
+// some GPU has a free share: a node the scheduler finds room on has room on
+// one GPU. Shares of different sizes
+// (units of a fixed MiB, several per pod) would break that: the node's free
+// units could be scattered over GPUs none of which has enough.
+//
+// Allocate gives a container len(IDs) shares of the one GPU its IDs name —
+// no pod lookup, no lock, no state — and refuses IDs that span GPUs.
+// GetPreferredAllocation keeps a container on one GPU, best fit
+// (allocator.BestFit), among the devices the kubelet offers. The kubelet's
+// available devices are the truth about what is free: it leaves out those of
+// running containers, frees a pod's devices when it ends, and keeps that
+// record in its checkpoint across plugin restarts; so the plugin keeps none
+// of its own. GetPreferredAllocation never returns an error, since the
+// kubelet fails the pod's admission on one; where nothing fits on one GPU it
+// answers the kubelet's own order, and Allocate refuses what spans GPUs.
+//
+// # MPS
+//
+// Nothing in a container holds it to its share unless the node runs CUDA's
+// Multi-Process Service. With MPS (--mps, and the control daemon of
+// deploy/agent/mps on the node) Allocate makes each container an MPS client
+// the way NVIDIA's device plugin does: it mounts the daemon's pipe directory
+// (CUDA_MPS_PIPE_DIRECTORY) and its shared memory (/dev/shm) from the MPS
+// root on the host, and sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<MiB>M, the
+// container's shares on ordinal 0, the one GPU it sees. Unlike NVIDIA's,
+// which sets one default limit per GPU on the daemon, the limit is per
+// container, since a container may hold several shares.
+//
+// The plugin re-registers when the kubelet restarts (its socket is created
+// again), and reports a GPU's devices unhealthy after a critical XID or when
+// the GPU is lost, healthy again when it answers and stays quiet.
 package agent

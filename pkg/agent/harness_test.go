@@ -16,7 +16,7 @@ import (
 const nodeName = "gpu-node-1"
 
 // harness is a GPU node without GPUs: fake GPUs answering as the H100
-// reading, a fake kubelet, a PodResources server, and a fake API client.
+// reading, a fake kubelet, and a fake API client.
 // The API client is controller-runtime's fake: the agent only patches its
 // own Node, and the end-to-end tests against a real kube-apiserver will
 // cover the agent's RBAC and patches there.
@@ -26,17 +26,14 @@ type harness struct {
 	gpus    []*device
 	nvml    *fakeNVML
 	kubelet *fakeKubelet
-	pods    *fakePodResources
-	lister  PodResourcesLister
 	nodes   client.Client
 	clock   *clocktesting.FakeClock
 }
 
 func newHarness(t *testing.T, gpus int) *harness {
-	h := &harness{t: t, dir: t.TempDir(), gpus: h100s(t, gpus), pods: &fakePodResources{}}
+	h := &harness{t: t, dir: t.TempDir(), gpus: h100s(t, gpus)}
 	h.nvml = newFakeNVML(nvmlDevices(h.gpus)...)
 	h.kubelet = startKubelet(t, h.dir)
-	h.lister = servePodResources(t, t.TempDir(), h.pods)
 	h.nodes = fake.NewClientBuilder().WithObjects(gpuNode()).WithStatusSubresource(&corev1.Node{}).Build()
 	h.clock = clocktesting.NewFakeClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	return h
@@ -59,16 +56,17 @@ func gpuNode() *corev1.Node {
 
 // options are the agent's options on the harness's node.
 func (h *harness) options() Options {
-	return Options{NodeName: nodeName, PluginDir: h.dir, Clock: h.clock, Retry: time.Hour, RecoverAfter: 5 * time.Minute}
+	return Options{
+		NodeName: nodeName, PluginDir: h.dir, SharesPerGPU: testShares, Clock: h.clock, Retry: time.Hour, RecoverAfter: 5 * time.Minute,
+	}
 }
 
-// start runs an agent with the PodResources lister (or none) and returns
-// the kubelet's device manager for it once it registered; the agent stops
-// with the test, or when stop is called.
-func (h *harness) start(lister PodResourcesLister) (a *Agent, m *deviceManager, stop func()) {
+// start runs an agent and returns the kubelet's device manager for it once
+// it registered; the agent stops with the test, or when stop is called.
+func (h *harness) start() (a *Agent, m *deviceManager, stop func()) {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a = New(h.nvml, h.nodes, lister, h.options())
+	a = New(h.nvml, h.nodes, h.options())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	stop = func() {

@@ -73,7 +73,8 @@ func (w *healthWatcher) sleep(ctx context.Context) {
 }
 
 // register finds the GPUs and asks NVML for their critical XIDs. A GPU that
-// cannot report XIDs is still probed.
+// cannot report XIDs is still probed; one without a handle or a UUID cannot
+// be, and discovery has marked it unhealthy.
 func (w *healthWatcher) register(ctx context.Context, set nvml.EventSet) error {
 	w.devices, w.lastBad = map[string]nvml.Device{}, map[string]time.Time{}
 	n, ret := w.nvml.DeviceGetCount()
@@ -81,13 +82,10 @@ func (w *healthWatcher) register(ctx context.Context, set nvml.EventSet) error {
 		return err
 	}
 	for i := range n {
-		dev, ret := w.nvml.DeviceGetHandleByIndex(i)
-		if err := nvmlError("device handle", ret); err != nil {
-			return fmt.Errorf("GPU %d: %w", i, err)
-		}
-		uuid, ret := dev.GetUUID()
-		if err := nvmlError("uuid", ret); err != nil {
-			return fmt.Errorf("GPU %d: %w", i, err)
+		dev, uuid, err := w.find(i)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "GPU health not watched", "index", i)
+			continue
 		}
 		w.devices[uuid] = dev
 		if set == nil {
@@ -98,6 +96,19 @@ func (w *healthWatcher) register(ctx context.Context, set nvml.EventSet) error {
 		}
 	}
 	return nil
+}
+
+// find returns GPU i and its UUID.
+func (w *healthWatcher) find(i int) (nvml.Device, string, error) {
+	dev, ret := w.nvml.DeviceGetHandleByIndex(i)
+	if err := nvmlError("device handle", ret); err != nil {
+		return nil, "", fmt.Errorf("GPU %d: %w", i, err)
+	}
+	uuid, ret := dev.GetUUID()
+	if err := nvmlError("uuid", ret); err != nil {
+		return nil, "", fmt.Errorf("GPU %d: %w", i, err)
+	}
+	return dev, uuid, nil
 }
 
 func registerXIDs(dev nvml.Device, set nvml.EventSet) error {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ const (
 // quiet period, both healthy again.
 func TestXIDMarksGPUUnhealthyUntilRecovered(t *testing.T) {
 	h := newHarness(t, 2)
-	a, m, _ := h.start(nil)
+	a, m, _ := h.start()
 	h.nvml.xid(h.gpus[0], 13) // a workload's fault: the GPU is fine
 	h.nvml.xid(h.gpus[1], 48) // a double-bit ECC error
 	waitHealth(t, m, map[string]string{"GPU-h100-1": unhealthy})
@@ -102,7 +103,7 @@ func TestXIDMarksGPUUnhealthyUntilRecovered(t *testing.T) {
 // ERROR_GPU_IS_LOST) and brings it back.
 func TestLostGPUIsUnhealthyUntilItAnswers(t *testing.T) {
 	h := newHarness(t, 2)
-	a, m, _ := h.start(nil)
+	a, m, _ := h.start()
 	h.gpus[0].lost.Store(true)
 	h.clock.Step(probeEvery)
 	waitHealth(t, m, map[string]string{"GPU-h100-0": unhealthy, "GPU-h100-1": healthy})
@@ -119,7 +120,7 @@ func TestLostGPUIsUnhealthyUntilItAnswers(t *testing.T) {
 // TestXIDWithoutDeviceMarksEveryGPU: NVML may not say which GPU failed.
 func TestXIDWithoutDeviceMarksEveryGPU(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	h.nvml.xid(nil, 79) // fallen off the bus
 	waitHealth(t, m, map[string]string{"GPU-h100-0": unhealthy, "GPU-h100-1": unhealthy})
 }
@@ -146,5 +147,34 @@ func TestEventWaitErrors(t *testing.T) {
 	w.handle(ctx, nvml.EventData{}, nvml.ERROR_GPU_IS_LOST)
 	if want := []string{"GPU-h100-1 false"}; !cmp.Equal(want, changes) {
 		t.Errorf("after a wait that lost a GPU: changes %v, want %v", changes, want)
+	}
+}
+
+// TestAgentServesTheGPUsThatAnswer starts an agent with GPU 1 lost: GPU 0
+// serves, GPU 1 is published unhealthy with the reason and its devices are
+// listed unhealthy; once it answers and stays quiet it serves too.
+func TestAgentServesTheGPUsThatAnswer(t *testing.T) {
+	h := newHarness(t, 2)
+	h.gpus[1].lost.Store(true)
+	a, m, _ := h.start()
+	waitHealth(t, m, map[string]string{"GPU-h100-0": healthy, "GPU-h100-1": unhealthy})
+	if got := len(m.healthOf()); got != 2*testShares {
+		t.Errorf("the kubelet sees %d devices, want %d: the lost GPU's too, unhealthy", got, 2*testShares)
+	}
+	if g := a.GPUs()[1]; g.Healthy || !strings.Contains(g.Error, "nvml memory") {
+		t.Errorf("GPU 1 = healthy %v, error %q; want unhealthy, saying its memory could not be read", g.Healthy, g.Error)
+	}
+	eventually(t, "the node advertises the answering GPU's memory", func() bool {
+		return h.node().Status.Capacity.Name(ResourceMemoryMiB, "DecimalSI").Value() == 81559
+	})
+	c, err := m.allocate(context.Background(), "a/main", testShares)
+	if err != nil || onGPU(t, c) != "GPU-h100-0" {
+		t.Fatalf("a whole GPU's shares: %v on %v, want GPU-h100-0", err, c.envs)
+	}
+	h.gpus[1].lost.Store(false)
+	h.stepAndProbe(h.options().RecoverAfter) // quiet long enough, and rediscovered
+	waitHealth(t, m, map[string]string{"GPU-h100-1": healthy})
+	if g := a.GPUs()[1]; g.Error != "" || g.MemoryMiB != 81559 {
+		t.Errorf("GPU 1 after it answers: %+v", g)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,14 +16,17 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
 // This file is a fake kubelet that speaks the real gRPC APIs over unix
-// sockets: the registration server a device plugin registers with, the
+// sockets: the registration server a device plugin registers with, and the
 // device manager's calls to the plugin (ListAndWatch, GetPreferredAllocation,
-// Allocate, in the order and under the lock the kubelet's devicemanager
-// uses), and the PodResources server.
+// Allocate, in the order and under the lock the kubelet's devicemanager in
+// k8s.io/kubernetes/pkg/kubelet/cm/devicemanager uses). Like the real one it
+// keeps its own record of which container holds which device (the real one
+// checkpoints it, so it outlives plugin and kubelet restarts), offers only
+// healthy devices no running container holds, and frees a pod's devices when
+// the pod ends.
 
 // waitFor is how long a test waits for something asynchronous.
 const waitFor = 10 * time.Second
@@ -32,8 +36,9 @@ type fakeKubelet struct {
 	t             *testing.T
 	dir           string
 	registrations chan *pluginapi.RegisterRequest
-	mu            sync.Mutex
+	mu            sync.Mutex // the devicemanager's lock: admission is serial
 	srv           *grpc.Server
+	allocated     map[string]string // device → "pod/container" holding it: the checkpoint
 }
 
 type registrar struct {
@@ -48,7 +53,7 @@ func (r registrar) Register(_ context.Context, req *pluginapi.RegisterRequest) (
 
 // startKubelet serves the registration API at dir/kubelet.sock.
 func startKubelet(t *testing.T, dir string) *fakeKubelet {
-	k := &fakeKubelet{t: t, dir: dir, registrations: make(chan *pluginapi.RegisterRequest, 8)}
+	k := &fakeKubelet{t: t, dir: dir, registrations: make(chan *pluginapi.RegisterRequest, 8), allocated: map[string]string{}}
 	k.listen()
 	t.Cleanup(k.stop)
 	return k
@@ -74,7 +79,8 @@ func (k *fakeKubelet) stop() {
 }
 
 // restart does what a restarting kubelet does to the directory: it stops,
-// removes every socket there (the plugins' too), and serves again.
+// removes every socket there (the plugins' too), and serves again. What is
+// allocated survives, as the real kubelet's checkpoint does.
 func (k *fakeKubelet) restart() {
 	k.stop()
 	entries, err := os.ReadDir(k.dir)
@@ -98,34 +104,66 @@ func (k *fakeKubelet) registered(ctx context.Context) *deviceManager {
 		if req.Version != pluginapi.Version || req.ResourceName != ResourceShare || !req.GetOptions().GetGetPreferredAllocationAvailable() {
 			k.t.Fatalf("registration %+v: want version %s, resource %s, preferred allocation", req, pluginapi.Version, ResourceShare)
 		}
-		return connectPlugin(ctx, k.t, filepath.Join(k.dir, req.Endpoint))
+		return connectPlugin(ctx, k, filepath.Join(k.dir, req.Endpoint))
 	case <-time.After(waitFor):
 		k.t.Fatal("the plugin did not register")
 		return nil
 	}
 }
 
-// deviceManager is the kubelet's side of one registered plugin: the devices
-// ListAndWatch reports and which container holds which device.
-type deviceManager struct {
-	t      *testing.T
-	client pluginapi.DevicePluginClient
-	lists  chan []*pluginapi.Device // every list ListAndWatch sent
-
-	mu        sync.Mutex // the devicemanager's lock: choosing devices is serial
-	devices   map[string]string
-	allocated map[string]string // device → "pod/container"
+// end frees the devices of every container of pod, as the kubelet does for
+// pods no longer active (ManagerImpl.UpdateAllocatedDevices, before each
+// allocation).
+func (k *fakeKubelet) end(pod string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for id, owner := range k.allocated {
+		if strings.HasPrefix(owner, pod+"/") {
+			delete(k.allocated, id)
+		}
+	}
 }
 
-func connectPlugin(ctx context.Context, t *testing.T, socket string) *deviceManager {
+// release gives back the devices of a container whose Allocate failed.
+func (k *fakeKubelet) release(name string, ids []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, id := range ids {
+		if k.allocated[id] == name {
+			delete(k.allocated, id)
+		}
+	}
+}
+
+// holders returns which container holds each device.
+func (k *fakeKubelet) holders() map[string]string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return maps.Clone(k.allocated)
+}
+
+// deviceManager is the kubelet's side of one registered plugin: the devices
+// ListAndWatch reports, and the kubelet's allocations, which outlive it.
+type deviceManager struct {
+	t       *testing.T
+	kubelet *fakeKubelet
+	client  pluginapi.DevicePluginClient
+	lists   chan []*pluginapi.Device // every list ListAndWatch sent
+
+	mu      sync.Mutex
+	devices map[string]string // device → health, as ListAndWatch last said
+}
+
+func connectPlugin(ctx context.Context, k *fakeKubelet, socket string) *deviceManager {
+	t := k.t
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	m := &deviceManager{
-		t: t, client: pluginapi.NewDevicePluginClient(conn), lists: make(chan []*pluginapi.Device, 64),
-		devices: map[string]string{}, allocated: map[string]string{},
+		t: t, kubelet: k, client: pluginapi.NewDevicePluginClient(conn), lists: make(chan []*pluginapi.Device, 64),
+		devices: map[string]string{},
 	}
 	opts, err := m.client.GetDevicePluginOptions(ctx, &pluginapi.Empty{})
 	if err != nil || !opts.GetPreferredAllocationAvailable {
@@ -177,43 +215,84 @@ type container struct {
 	name string
 	ids  []string
 	envs map[string]string
+	resp *pluginapi.ContainerAllocateResponse
 }
 
-// allocate gives a container n devices as the kubelet's devicemanager does:
-// under its lock, offer the healthy devices not allocated plus those it
-// reuses from an init container (which must be included, and count in n),
-// ask the plugin's preference, check it, record it; then call Allocate
-// outside the lock, so Allocates run concurrently.
+// allocate gives container name ("pod/container") n devices as the
+// kubelet's devicemanager does (ManagerImpl.devicesToAllocate, then
+// allocateContainerResources): under its lock, choose the devices, then call
+// Allocate outside it, so Allocates run concurrently; a failed Allocate gives
+// the devices back. reuse are the devices of an init container of the same
+// pod, which the kubelet hands on to the app containers.
 func (m *deviceManager) allocate(ctx context.Context, name string, n int, reuse ...string) (container, error) {
-	m.mu.Lock()
-	var available []string
-	for id, health := range m.devices {
-		if health == pluginapi.Healthy && m.allocated[id] == "" {
-			available = append(available, id)
+	k := m.kubelet
+	k.mu.Lock()
+	ids, err := m.devicesToAllocate(ctx, n, reuse)
+	for _, id := range ids {
+		if k.allocated[id] == "" { // a reused device stays its init container's, in the same pod
+			k.allocated[id] = name
 		}
 	}
-	available = append(available, reuse...)
-	ids, err := m.prefer(ctx, available, reuse, n)
+	k.mu.Unlock()
 	if err != nil {
-		m.mu.Unlock()
 		return container{}, err
 	}
-	for _, id := range ids {
-		m.allocated[id] = name
-	}
-	m.mu.Unlock()
 	resp, err := m.client.Allocate(ctx, &pluginapi.AllocateRequest{
 		ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: ids}},
 	})
 	if err != nil {
+		k.release(name, ids)
 		return container{}, err
 	}
-	return container{name: name, ids: ids, envs: resp.ContainerResponses[0].Envs}, nil
+	c := resp.ContainerResponses[0]
+	return container{name: name, ids: ids, envs: c.Envs, resp: c}, nil
 }
 
-// prefer asks GetPreferredAllocation and checks its answer as the kubelet
-// must be able to use it: n devices, all offered, every reused one in it.
-func (m *deviceManager) prefer(ctx context.Context, available, must []string, n int) ([]string, error) {
+// devicesToAllocate is the kubelet's choice of n devices (without NUMA
+// affinity, as on a node without a topology manager policy): the reused
+// devices first; then, if more are needed, the plugin's preference among
+// the healthy devices no container holds, with the reused ones as must-include;
+// then whatever is still missing from those available devices. The real
+// kubelet fills that rest in map order; here it is sorted, so tests repeat.
+// The caller holds the kubelet's lock: admission is serial.
+func (m *deviceManager) devicesToAllocate(ctx context.Context, n int, reuse []string) ([]string, error) {
+	chosen := slices.Clone(reuse[:min(n, len(reuse))])
+	if len(chosen) == n {
+		return chosen, nil
+	}
+	available := m.available()
+	if len(available) < n-len(chosen) {
+		return nil, fmt.Errorf("requested number of devices unavailable for %s. Requested: %d, Available: %d",
+			ResourceShare, n-len(chosen), len(available))
+	}
+	preferred, err := m.preferred(ctx, append(slices.Clone(available), chosen...), chosen, n)
+	if err != nil {
+		return nil, fmt.Errorf("device plugin GetPreferredAllocation rpc failed with err: %w", err)
+	}
+	for _, id := range append(preferred, available...) {
+		if len(chosen) < n && slices.Contains(available, id) && !slices.Contains(chosen, id) {
+			chosen = append(chosen, id)
+		}
+	}
+	return chosen, nil
+}
+
+// available is every healthy device no container holds, sorted.
+func (m *deviceManager) available() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for id, health := range m.devices {
+		if health == pluginapi.Healthy && m.kubelet.allocated[id] == "" {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// preferred asks GetPreferredAllocation for one container and returns its answer.
+func (m *deviceManager) preferred(ctx context.Context, available, must []string, n int) ([]string, error) {
 	resp, err := m.client.GetPreferredAllocation(ctx, &pluginapi.PreferredAllocationRequest{
 		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{
 			AvailableDeviceIDs: available, MustIncludeDeviceIDs: must, AllocationSize: int32(n),
@@ -222,21 +301,7 @@ func (m *deviceManager) prefer(ctx context.Context, available, must []string, n 
 	if err != nil {
 		return nil, err
 	}
-	ids := resp.ContainerResponses[0].DeviceIDs
-	for _, id := range must {
-		if !slices.Contains(ids, id) {
-			return nil, fmt.Errorf("preference %v lacks must-include %s", ids, id)
-		}
-	}
-	for _, id := range ids {
-		if !slices.Contains(available, id) {
-			return nil, fmt.Errorf("preference %v holds %s, which was not offered", ids, id)
-		}
-	}
-	if len(ids) != n {
-		return nil, fmt.Errorf("preference has %d devices, %d asked", len(ids), n)
-	}
-	return ids, nil
+	return resp.ContainerResponses[0].DeviceIDs, nil
 }
 
 // healthOf returns the health ListAndWatch last reported for each device.
@@ -244,51 +309,4 @@ func (m *deviceManager) healthOf() map[string]string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return maps.Clone(m.devices)
-}
-
-// fakePodResources is the kubelet's PodResources server.
-type fakePodResources struct {
-	podresourcesv1.UnimplementedPodResourcesListerServer
-	mu   sync.Mutex
-	pods []*podresourcesv1.PodResources
-}
-
-func (f *fakePodResources) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return &podresourcesv1.ListPodResourcesResponse{PodResources: slices.Clone(f.pods)}, nil
-}
-
-// record lists a pod's containers with their devices, as the kubelet does
-// once they are allocated.
-func (f *fakePodResources) record(pod string, cs ...container) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := &podresourcesv1.PodResources{Name: pod, Namespace: "default"}
-	for _, c := range cs {
-		p.Containers = append(p.Containers, &podresourcesv1.ContainerResources{
-			Name:    c.name,
-			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: ResourceShare, DeviceIds: c.ids}},
-		})
-	}
-	f.pods = append(f.pods, p)
-}
-
-// servePodResources serves f at a unix socket in dir and returns a client.
-func servePodResources(t *testing.T, dir string, f *fakePodResources) PodResourcesLister {
-	socket := filepath.Join(dir, "pod-resources.sock")
-	l, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, f)
-	go srv.Serve(l) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return podresourcesv1.NewPodResourcesListerClient(conn)
 }

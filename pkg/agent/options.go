@@ -9,14 +9,20 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Default paths of the kubelet's sockets.
-const (
-	DefaultPluginDir          = pluginapi.DevicePluginPath
-	DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
-)
+// DefaultPluginDir is the kubelet's device-plugin directory.
+const DefaultPluginDir = pluginapi.DevicePluginPath
 
-// Options configure the agent. The zero value serves gpuadmit.io/gpu-mem in
-// units of 1024 MiB at the kubelet's default paths; only NodeName is needed,
+// DefaultMPSRoot is the host directory of the MPS control daemon that
+// deploy/agent/mps runs. NVIDIA's device plugin uses /run/nvidia/mps; this
+// one is gpuadmit's own so the two daemons never share pipes or shared memory.
+const DefaultMPSRoot = "/run/gpuadmit/mps"
+
+// DefaultSharesPerGPU is how many devices, each one share of memory, every
+// GPU offers unless told otherwise.
+const DefaultSharesPerGPU = 4
+
+// Options configure the agent. The zero value serves gpuadmit.io/gpu-mem as
+// 4 shares per GPU at the kubelet's default paths; only NodeName is needed,
 // and only to publish.
 type Options struct {
 	// NodeName is the Node the agent publishes on (the downward API's
@@ -24,19 +30,25 @@ type Options struct {
 	NodeName string
 	// Resource is the shared-memory resource; empty means gpuadmit.io/gpu-mem.
 	Resource string
-	// UnitMiB is the memory behind one device; zero means 1024.
-	UnitMiB int64
-	// MPS also sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, for nodes that run the
-	// CUDA MPS control daemon; false sets only the limit variable.
+	// SharesPerGPU is how many devices every GPU that serves shares offers,
+	// each the same share of memory: the smallest such GPU's memory divided
+	// by SharesPerGPU, rounded down; zero means 4.
+	SharesPerGPU int64
+	// MPS makes every container a client of the node's CUDA MPS control
+	// daemon (deploy/agent/mps runs it), as NVIDIA's device plugin does: its
+	// pipe directory and shared memory mounted, CUDA_MPS_PIPE_DIRECTORY set,
+	// and its memory enforced by CUDA_MPS_PINNED_DEVICE_MEM_LIMIT. False
+	// sets only GPUADMIT_MEMORY_LIMIT_MIB, which nothing enforces.
 	MPS bool
+	// MPSRoot is the MPS control daemon's host directory: pipes in pipe/,
+	// logs in log/, its shared-memory tmpfs in shm/ (NVIDIA's layout). Empty
+	// means /run/gpuadmit/mps; unused without MPS.
+	MPSRoot string
 	// PluginDir is the kubelet's device-plugin directory; empty means
 	// /var/lib/kubelet/device-plugins.
 	PluginDir string
-	// PodResourcesSocket is the kubelet's PodResources socket; empty means
-	// /var/lib/kubelet/pod-resources/kubelet.sock.
-	PodResourcesSocket string
-	// Resync is how often GPUs are rediscovered, the Node is written again
-	// and the devices in use are read from the kubelet; zero means a minute.
+	// Resync is how often GPUs are rediscovered and the Node is written
+	// again; zero means a minute.
 	Resync time.Duration
 	// Retry is the wait before registering or publishing again after a
 	// failure; zero means 5s.
@@ -55,16 +67,16 @@ func (o *Options) defaults() {
 	if o.Resource == "" {
 		o.Resource = ResourceShare
 	}
-	if o.UnitMiB <= 0 {
-		o.UnitMiB = DefaultUnitMiB
+	if o.SharesPerGPU <= 0 {
+		o.SharesPerGPU = DefaultSharesPerGPU
+	}
+	if o.MPSRoot == "" {
+		o.MPSRoot = DefaultMPSRoot
 	}
 	if o.PluginDir == "" {
 		o.PluginDir = DefaultPluginDir
 	}
 	o.PluginDir = filepath.Clean(o.PluginDir) // file events name paths cleanly
-	if o.PodResourcesSocket == "" {
-		o.PodResourcesSocket = DefaultPodResourcesSocket
-	}
 	if o.Resync <= 0 {
 		o.Resync = time.Minute
 	}
@@ -77,6 +89,14 @@ func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+}
+
+// mpsRoot is the MPS root containers are pointed at, empty without MPS.
+func (o *Options) mpsRoot() string {
+	if !o.MPS {
+		return ""
+	}
+	return o.MPSRoot
 }
 
 // socketName is the plugin's socket file, named after its resource

@@ -2,15 +2,12 @@ package agent
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 // Plugin is the kubelet device plugin of the shared-memory resource. It is
@@ -19,16 +16,14 @@ type Plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
 	devices *table
-	used    *tracker
-	unitMiB int64
-	mps     bool
+	mpsRoot string // the MPS control daemon's host directory; empty without MPS
 }
 
 var _ pluginapi.DevicePluginServer = (*Plugin)(nil)
 
 // newPlugin returns a plugin serving no GPU until SetGPUs.
-func newPlugin(used *tracker, unitMiB int64, mps bool) *Plugin {
-	return &Plugin{devices: newTable(unitMiB), used: used, unitMiB: unitMiB, mps: mps}
+func newPlugin(sharesPerGPU int64, mpsRoot string) *Plugin {
+	return &Plugin{devices: newTable(int(sharesPerGPU)), mpsRoot: mpsRoot}
 }
 
 // SetGPUs changes the GPUs the plugin serves, and their health; open
@@ -58,25 +53,18 @@ func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingSer
 	}
 }
 
-// GetPreferredAllocation keeps each container on one GPU, best fit, away from
-// devices in use. When nothing fits and the kubelet can be asked, what is in
-// use is read again once: a pod may have ended since the last resync.
+// GetPreferredAllocation keeps each container on one GPU, best fit, among
+// the devices the kubelet offers. It never returns an error, which would fail
+// the pod (see prefer): where nothing fits on one GPU it answers the
+// kubelet's own order.
 func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	s := p.devices.load()
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, cr := range req.GetContainerRequests() {
-		ids, err := prefer(p.devices.load(), p.used, cr)
-		if errors.Is(err, allocator.ErrNoFit) && p.used.canRefresh() {
-			if rerr := p.used.refresh(ctx); rerr != nil {
-				logf.FromContext(ctx).Error(rerr, "Reading devices in use again")
-			}
-			ids, err = prefer(p.devices.load(), p.used, cr)
-		}
-		if err != nil {
-			code := codes.InvalidArgument
-			if errors.Is(err, allocator.ErrNoFit) {
-				code = codes.ResourceExhausted
-			}
-			return nil, status.Errorf(code, "preferred allocation of %d devices: %v", cr.GetAllocationSize(), err)
+		ids, ok := prefer(s, cr)
+		if !ok {
+			logf.FromContext(ctx).V(2).Info("No one GPU has room; preferring the kubelet's order",
+				"size", cr.GetAllocationSize(), "available", len(cr.GetAvailableDeviceIDs()))
 		}
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
 	}
@@ -93,10 +81,7 @@ func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "allocate: %v", err)
 		}
-		resp.ContainerResponses = append(resp.ContainerResponses, a.response(p.unitMiB, p.mps))
-	}
-	for _, cr := range req.GetContainerRequests() {
-		p.used.allocated(cr.GetDevicesIds())
+		resp.ContainerResponses = append(resp.ContainerResponses, a.response(s.unitMiB, p.mpsRoot))
 	}
 	logf.FromContext(ctx).V(2).Info("Allocated", "containers", len(resp.ContainerResponses))
 	return resp, nil

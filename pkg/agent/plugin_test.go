@@ -12,11 +12,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/testing/protocmp"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
-// unitsPerH100 is 81559 MiB in units of 1024 MiB.
-const unitsPerH100 = 79
+// The harness's agent cuts each H100 (81559 MiB) into testShares devices,
+// finer than the default, so that packing tests can ask for many at once.
+const (
+	testShares  = 79
+	testUnitMiB = 81559 / testShares
+)
 
 // onGPU checks that a container's devices and environment name one GPU and
 // its memory, and returns that GPU's UUID.
@@ -28,7 +33,7 @@ func onGPU(t *testing.T, c container) string {
 			t.Errorf("container %s: device %s is not on %s, its visible GPU", c.name, id, uuid)
 		}
 	}
-	if want := strconv.Itoa(len(c.ids) * DefaultUnitMiB); c.envs[EnvMemoryLimitMiB] != want {
+	if want := strconv.Itoa(len(c.ids) * testUnitMiB); c.envs[EnvMemoryLimitMiB] != want {
 		t.Errorf("container %s: %s = %q, want %s", c.name, EnvMemoryLimitMiB, c.envs[EnvMemoryLimitMiB], want)
 	}
 	return uuid
@@ -36,57 +41,57 @@ func onGPU(t *testing.T, c container) string {
 
 func TestPackingKeepsContainersOnOneGPU(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	ctx := context.Background()
 	steps := []struct {
-		units int
-		want  string // the GPU, or the error's words
+		shares int
+		want   string // the GPU, or the error's words
 	}{
 		{30, "GPU-h100-0"}, // a tie: the lower index
 		{40, "GPU-h100-0"}, // 49 free there: the fullest that fits
 		{20, "GPU-h100-1"}, // 9 left on GPU 0
 		{50, "GPU-h100-1"},
-		{10, "must fit on one GPU"}, // 9 and 9 free: 18 in all, but never split
+		{10, "span GPUs"}, // 9 and 9 free: 18 in all, but never split
 		{9, "GPU-h100-0"},
 	}
 	for i, s := range steps {
-		c, err := m.allocate(ctx, fmt.Sprintf("c%d", i), s.units)
+		c, err := m.allocate(ctx, fmt.Sprintf("c%d", i), s.shares)
 		if strings.HasPrefix(s.want, "GPU-") {
 			if err != nil {
-				t.Fatalf("container of %d units: %v", s.units, err)
+				t.Fatalf("container of %d shares: %v", s.shares, err)
 			}
 			if got := onGPU(t, c); got != s.want {
-				t.Errorf("container of %d units went to %s, want %s", s.units, got, s.want)
+				t.Errorf("container of %d shares went to %s, want %s", s.shares, got, s.want)
 			}
 			continue
 		}
-		if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), s.want) {
-			t.Errorf("container of %d units: error %v, want ResourceExhausted saying %q", s.units, err, s.want)
+		if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), s.want) {
+			t.Errorf("container of %d shares: error %v, want Allocate's InvalidArgument saying %q", s.shares, err, s.want)
 		}
 	}
 }
 
 func TestTwoContainersOfOnePod(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	ctx := context.Background()
-	if _, err := m.allocate(ctx, "other/main", 60); err != nil { // GPU 0 keeps 19 units
+	if _, err := m.allocate(ctx, "other/main", 60); err != nil { // GPU 0 keeps 19 shares
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name  string
-		units int
-		reuse string // the container whose devices it reuses
-		want  string
+		name   string
+		shares int
+		reuse  string // the container whose devices it reuses
+		want   string
 	}{
-		{name: "pod/small", units: 10, want: "GPU-h100-0"},
-		{name: "pod/large", units: 40, want: "GPU-h100-1"},
-		{name: "pod/init", units: 5, want: "GPU-h100-0"},
-		{name: "pod/app", units: 8, reuse: "pod/init", want: "GPU-h100-0"}, // an init container's devices, and 3 more beside them
+		{name: "pod/small", shares: 10, want: "GPU-h100-0"},
+		{name: "pod/large", shares: 40, want: "GPU-h100-1"},
+		{name: "pod/init", shares: 5, want: "GPU-h100-0"},
+		{name: "pod/app", shares: 8, reuse: "pod/init", want: "GPU-h100-0"}, // an init container's devices, and 3 more beside them
 	}
 	got := map[string]container{}
 	for _, tc := range tests {
-		c, err := m.allocate(ctx, tc.name, tc.units, got[tc.reuse].ids...)
+		c, err := m.allocate(ctx, tc.name, tc.shares, got[tc.reuse].ids...)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -106,7 +111,7 @@ func TestTwoContainersOfOnePod(t *testing.T) {
 // API allows, and expects each its own GPU and limit.
 func TestAllocateManyContainers(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	resp, err := m.client.Allocate(context.Background(), &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{
 		{DevicesIds: []string{"GPU-h100-1::3", "GPU-h100-1::4"}},
 		{DevicesIds: []string{"GPU-h100-0::0"}},
@@ -115,8 +120,8 @@ func TestAllocateManyContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]string{
-		{EnvVisibleDevices: "GPU-h100-1", EnvMemoryLimitMiB: "2048"},
-		{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: "1024"},
+		{EnvVisibleDevices: "GPU-h100-1", EnvMemoryLimitMiB: strconv.Itoa(2 * testUnitMiB)},
+		{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(testUnitMiB)},
 	}
 	var got []map[string]string
 	for _, c := range resp.ContainerResponses {
@@ -127,31 +132,81 @@ func TestAllocateManyContainers(t *testing.T) {
 	}
 }
 
-func TestAllocateMPS(t *testing.T) {
-	a := allocation{uuid: "GPU-h100-0", units: 3}
-	got := a.response(DefaultUnitMiB, true).Envs
-	want := map[string]string{
-		EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: "3072", EnvMPSMemoryLimit: "GPU-h100-0=3072M",
+// TestAllocateResponse is what a container of two shares of a 4-way H100
+// gets, without MPS and as an MPS client: the pipe directory and the
+// daemon's shared memory mounted where NVIDIA's device plugin mounts them,
+// and its memory limit on ordinal 0, the one GPU it sees.
+func TestAllocateResponse(t *testing.T) {
+	const unit = 81559 / 4
+	plain := map[string]string{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit)}
+	tests := map[string]struct {
+		mpsRoot string
+		want    *pluginapi.ContainerAllocateResponse
+	}{
+		"without MPS": {want: &pluginapi.ContainerAllocateResponse{Envs: plain}},
+		"with MPS": {mpsRoot: "/run/gpuadmit/mps", want: &pluginapi.ContainerAllocateResponse{
+			Envs: map[string]string{
+				EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit),
+				"CUDA_MPS_PIPE_DIRECTORY": "/mps/pipe", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": fmt.Sprintf("0=%dM", 2*unit),
+			},
+			Mounts: []*pluginapi.Mount{
+				{ContainerPath: "/mps/pipe", HostPath: "/run/gpuadmit/mps/pipe"},
+				{ContainerPath: "/dev/shm", HostPath: "/run/gpuadmit/mps/shm"},
+			},
+		}},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("envs with MPS (-want +got):\n%s", diff)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := newPlugin(4, tc.mpsRoot)
+			p.SetGPUs([]GPU{{UUID: "GPU-h100-0", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true}})
+			resp, err := p.Allocate(context.Background(), &pluginapi.AllocateRequest{
+				ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"GPU-h100-0::1", "GPU-h100-0::3"}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, resp.ContainerResponses[0], protocmp.Transform()); diff != "" {
+				t.Errorf("Allocate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAgentMPSOption: --mps points containers at --mps-root (by default
+// /run/gpuadmit/mps), through the whole agent and the kubelet's gRPC.
+func TestAgentMPSOption(t *testing.T) {
+	h := newHarness(t, 1)
+	o := h.options()
+	o.MPS = true
+	a := New(h.nvml, h.nodes, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	m := h.kubelet.registered(ctx)
+	c, err := m.allocate(ctx, "a/main", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.resp.Mounts; len(got) != 2 || got[0].HostPath != DefaultMPSRoot+"/pipe" {
+		t.Errorf("mounts %v: want the pipe directory under %s first, then the shared memory", got, DefaultMPSRoot)
 	}
 }
 
 func TestAllocateRefuses(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	tests := map[string]struct {
 		ids  []string
 		want string
 	}{
-		"devices on two GPUs":     {ids: []string{"GPU-h100-0::1", "GPU-h100-1::1"}, want: "span GPUs GPU-h100-0 and GPU-h100-1"},
-		"a GPU not served here":   {ids: []string{"GPU-gone::0"}, want: "GPU GPU-gone is not served here"},
-		"a unit past the GPU end": {ids: []string{"GPU-h100-0::79"}, want: "has 79 units"},
-		"an ID that names no GPU": {ids: []string{"nvidia0"}, want: "is not <gpu-uuid>::<n>"},
-		"no unit number":          {ids: []string{"GPU-h100-0::x"}, want: "no unit number"},
-		"the same device twice":   {ids: []string{"GPU-h100-0::1", "GPU-h100-0::1"}, want: "listed twice"},
-		"no devices":              {ids: nil, want: "no devices"},
+		"devices on two GPUs":       {ids: []string{"GPU-h100-0::1", "GPU-h100-1::1"}, want: "span GPUs GPU-h100-0 and GPU-h100-1"},
+		"a GPU not served here":     {ids: []string{"GPU-gone::0"}, want: "GPU GPU-gone is not served here"},
+		"a device past the GPU end": {ids: []string{"GPU-h100-0::79"}, want: "has 79 devices"},
+		"an ID that names no GPU":   {ids: []string{"nvidia0"}, want: "is not <gpu-uuid>::<n>"},
+		"no device number":          {ids: []string{"GPU-h100-0::x"}, want: "no device number"},
+		"the same device twice":     {ids: []string{"GPU-h100-0::1", "GPU-h100-0::1"}, want: "listed twice"},
+		"no devices":                {ids: nil, want: "no devices"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -170,7 +225,7 @@ func TestAllocateRefuses(t *testing.T) {
 // every container stays on one GPU, and the node is then full.
 func TestConcurrentAllocationsNeverDoubleBook(t *testing.T) {
 	h := newHarness(t, 2)
-	_, m, _ := h.start(nil)
+	_, m, _ := h.start()
 	ctx := context.Background()
 	var mu sync.Mutex
 	var got []container
@@ -202,9 +257,9 @@ func TestConcurrentAllocationsNeverDoubleBook(t *testing.T) {
 		}
 	}
 	if want := map[string]int{"GPU-h100-0": 77, "GPU-h100-1": 77}; !cmp.Equal(want, perGPU) {
-		t.Errorf("units per GPU = %v, want %v (11 containers of 7 on each)", perGPU, want)
+		t.Errorf("shares per GPU = %v, want %v (11 containers of 7 on each)", perGPU, want)
 	}
-	if _, err := m.allocate(ctx, "late/main", 7); status.Code(err) != codes.ResourceExhausted {
-		t.Errorf("a 23rd container of 7 units: error %v, want ResourceExhausted", err)
+	if _, err := m.allocate(ctx, "late/main", 7); err == nil || !strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("a 23rd container of 7 shares: error %v, want the kubelet's: devices unavailable", err)
 	}
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -16,61 +15,73 @@ type unit struct {
 	n  int
 }
 
-// prefer chooses the devices of one container: the must-include devices,
-// then the lowest-numbered free units of one GPU — the must-include devices'
-// GPU, or the best fit among all. A unit is free when the kubelet offers it,
-// its GPU is healthy, and the tracker does not know it in use. The error
-// wraps allocator.ErrNoFit when no one GPU has enough free units.
-func prefer(s *snapshot, t *tracker, req *pluginapi.ContainerPreferredAllocationRequest) ([]string, error) {
-	must := req.GetMustIncludeDeviceIDs()
-	pinned, err := pinnedGPU(s, must)
-	if err != nil {
-		return nil, err
+// prefer chooses the devices of one container, and never fails: the kubelet
+// fails the pod's admission when GetPreferredAllocation returns an error
+// (ManagerImpl.devicesToAllocate in k8s.io/kubernetes/pkg/kubelet/cm/devicemanager
+// returns callGetPreferredAllocationIfAvailable's error). The kubelet is
+// the truth about what is free: the devices it offers are the healthy ones
+// no running container holds, from its checkpoint, across plugin restarts.
+//
+// The preference is the must-include devices, then the lowest-numbered
+// offered devices of one GPU: the must-include devices' GPU, or the best fit
+// among all. When no one GPU has room it is the kubelet's own order instead
+// (kubeletOrder), and Allocate is where a container spanning GPUs is refused.
+func prefer(s *snapshot, req *pluginapi.ContainerPreferredAllocationRequest) (ids []string, onOneGPU bool) {
+	if ids, ok := oneGPU(s, req); ok {
+		return ids, true
 	}
-	free := freeUnits(s, t, req.GetAvailableDeviceIDs(), must)
+	return kubeletOrder(req), false
+}
+
+// oneGPU is the preference that keeps the container on one GPU, if any.
+func oneGPU(s *snapshot, req *pluginapi.ContainerPreferredAllocationRequest) ([]string, bool) {
+	must := req.GetMustIncludeDeviceIDs()
+	pinned, ok := pinnedGPU(s, must)
+	if !ok {
+		return nil, false
+	}
 	need := int(req.GetAllocationSize()) - len(must)
 	if need <= 0 {
-		return slices.Clone(must), nil
+		return slices.Clone(must), true
 	}
+	free := freeUnits(s, req.GetAvailableDeviceIDs(), must)
 	gpu := pinned
 	if gpu < 0 {
 		gpu = bestFit(free, need)
 	}
 	if gpu < 0 || len(free[gpu]) < need {
-		return nil, noFit(s, free, pinned, need)
+		return nil, false
 	}
 	out := slices.Clone(must)
 	for _, u := range free[gpu][:need] {
 		out = append(out, u.id)
 	}
-	return out, nil
+	return out, true
 }
 
 // pinnedGPU is the GPU of the must-include devices (the kubelet passes the
-// devices an init container had, for reuse), or -1 when there are none.
-func pinnedGPU(s *snapshot, must []string) (int, error) {
+// devices an init container had, for reuse), -1 when there are none, and
+// false when they are not all devices of one GPU the plugin serves.
+func pinnedGPU(s *snapshot, must []string) (int, bool) {
 	gpu := -1
 	for _, id := range must {
 		_, i, err := s.gpu(id)
-		if err != nil {
-			return 0, err
-		}
-		if gpu >= 0 && i != gpu {
-			return 0, fmt.Errorf("must-include devices span GPUs %s and %s", s.gpus[gpu].uuid, s.gpus[i].uuid)
+		if err != nil || (gpu >= 0 && i != gpu) {
+			return 0, false
 		}
 		gpu = i
 	}
-	return gpu, nil
+	return gpu, true
 }
 
-// freeUnits groups the free units the kubelet offers by GPU, lowest unit
-// number first. Devices the plugin does not serve are ignored: the kubelet
-// may still offer those of a GPU that has just left.
-func freeUnits(s *snapshot, t *tracker, available, must []string) [][]unit {
+// freeUnits groups the offered devices by GPU, lowest unit number first,
+// leaving out the must-include ones and those of a GPU the plugin has since
+// found unhealthy or no longer serves (the kubelet's list may be a moment old).
+func freeUnits(s *snapshot, available, must []string) [][]unit {
 	free := make([][]unit, len(s.gpus))
 	for _, id := range available {
 		g, i, err := s.gpu(id)
-		if err != nil || !g.healthy || t.inUse(id) || slices.Contains(must, id) {
+		if err != nil || !g.healthy || slices.Contains(must, id) {
 			continue
 		}
 		_, n, _ := ParseDeviceID(id)
@@ -94,15 +105,19 @@ func bestFit(free [][]unit, need int) int {
 	return gpu
 }
 
-func noFit(s *snapshot, free [][]unit, pinned, need int) error {
-	if pinned >= 0 {
-		return fmt.Errorf("%w: GPU %s, which the container must stay on, has %d free units, %d more needed",
-			allocator.ErrNoFit, s.gpus[pinned].uuid, len(free[pinned]), need)
+// kubeletOrder is what the kubelet would choose without a preference: the
+// must-include devices, then the offered devices in the order offered, up
+// to the allocation size.
+func kubeletOrder(req *pluginapi.ContainerPreferredAllocationRequest) []string {
+	size := int(req.GetAllocationSize())
+	out := slices.Clone(req.GetMustIncludeDeviceIDs())
+	for _, id := range req.GetAvailableDeviceIDs() {
+		if len(out) >= size {
+			break
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
 	}
-	most := 0
-	for _, units := range free {
-		most = max(most, len(units))
-	}
-	return fmt.Errorf("%w: %d units must fit on one GPU, the most free on one GPU is %d",
-		allocator.ErrNoFit, need, most)
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 // NodeClient is the part of the API the agent needs on its own Node: read
@@ -26,18 +28,21 @@ type publisher struct {
 	node   string
 }
 
-// publish writes the annotation and the accounting capacity. Both are merge
-// patches of only the agent's own keys, so the kubelet's and other
+// publish writes the annotations and the accounting capacity. Both are
+// merge patches of only the agent's own keys, so the kubelet's and other
 // controllers' writes to the same Node never conflict with the agent's.
-func (p *publisher) publish(ctx context.Context, gpus []GPU) error {
-	if err := p.annotate(ctx, gpus); err != nil {
+// served says whether the plugin serves offer; without it the share
+// annotation is removed.
+func (p *publisher) publish(ctx context.Context, gpus []GPU, offer allocator.ShareOffer, served bool) error {
+	if err := p.annotate(ctx, gpus, offer, served); err != nil {
 		return err
 	}
 	return p.advertise(ctx, Accounting(gpus))
 }
 
-// annotate sets AnnotationGPUs to the GPUs as JSON.
-func (p *publisher) annotate(ctx context.Context, gpus []GPU) error {
+// annotate sets AnnotationGPUs to the GPUs as JSON, and AnnotationShare to
+// the offer, or removes it.
+func (p *publisher) annotate(ctx context.Context, gpus []GPU, offer allocator.ShareOffer, served bool) error {
 	if gpus == nil {
 		gpus = []GPU{}
 	}
@@ -45,7 +50,15 @@ func (p *publisher) annotate(ctx context.Context, gpus []GPU) error {
 	if err != nil {
 		return fmt.Errorf("encode GPUs: %w", err)
 	}
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationGPUs: string(value)}}}
+	annotations := map[string]any{AnnotationGPUs: string(value), AnnotationShare: nil} // null removes it
+	if served {
+		share, err := json.Marshal(offer)
+		if err != nil {
+			return fmt.Errorf("encode share: %w", err)
+		}
+		annotations[AnnotationShare] = string(share)
+	}
+	patch := map[string]any{"metadata": map[string]any{"annotations": annotations}}
 	return p.patch(ctx, patch, p.client.Patch, "annotate")
 }
 

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 // The Node is written through controller-runtime's fake client here; the
@@ -30,7 +32,7 @@ func quantities(list corev1.ResourceList) map[string]int64 {
 // gone, and every resource the agent does not own is untouched.
 func TestAgentPublishesItsNode(t *testing.T) {
 	h := newHarness(t, 2)
-	a, _, _ := h.start(nil)
+	a, _, _ := h.start()
 	var n *corev1.Node
 	eventually(t, "the agent annotates its node", func() bool {
 		n = h.node()
@@ -50,6 +52,13 @@ func TestAgentPublishesItsNode(t *testing.T) {
 	}
 	if len(published) != 2 || published[1].Model != "H100-80GB" || len(published[1].Profiles) != 7 {
 		t.Errorf("annotation lacks the GPUs' detail: %+v", published)
+	}
+	var share allocator.ShareOffer
+	if err := json.Unmarshal([]byte(n.Annotations[AnnotationShare]), &share); err != nil {
+		t.Fatalf("share annotation %q: %v", n.Annotations[AnnotationShare], err)
+	}
+	if want := (allocator.ShareOffer{Resource: ResourceShare, UnitMiB: testUnitMiB, SharesPerGPU: testShares}); share != want {
+		t.Errorf("share annotation = %+v, want %+v", share, want)
 	}
 	want := map[string]int64{
 		"cpu": 32, "nvidia.com/gpu": 0, ResourceShare: 158, // not the agent's: as they were
@@ -101,7 +110,7 @@ func TestPublishRemovesOnlyStaleAccounting(t *testing.T) {
 		{{UUID: "GPU-a", Model: "T4", MemoryMiB: 15360, Healthy: true}},
 		{{UUID: "GPU-b", Model: "L4", MemoryMiB: 23034, Healthy: true}},
 	} {
-		if err := p.publish(ctx, gpus); err != nil {
+		if err := p.publish(ctx, gpus, allocator.ShareOffer{}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,8 +131,38 @@ func TestPublishRemovesOnlyStaleAccounting(t *testing.T) {
 
 func TestPublishFailsWithoutItsNode(t *testing.T) {
 	c := fake.NewClientBuilder().WithStatusSubresource(&corev1.Node{}).Build()
-	err := (&publisher{client: c, node: "elsewhere"}).publish(context.Background(), nil)
+	err := (&publisher{client: c, node: "elsewhere"}).publish(context.Background(), nil, allocator.ShareOffer{}, false)
 	if err == nil {
 		t.Fatal("publishing on a missing node succeeded")
+	}
+}
+
+// TestPublishShareOffer writes the share a node serves, then a discovery in
+// which no GPU serves shares (MIG on all): the annotation goes, the GPUs' stays.
+func TestPublishShareOffer(t *testing.T) {
+	c := fake.NewClientBuilder().WithObjects(gpuNode()).WithStatusSubresource(&corev1.Node{}).Build()
+	p := &publisher{client: c, node: nodeName}
+	ctx := context.Background()
+	offer := allocator.ShareOffer{Resource: ResourceShare, UnitMiB: 20389, SharesPerGPU: 4}
+	tests := []struct {
+		served bool
+		want   string
+	}{
+		{served: true, want: `{"resource":"gpuadmit.io/gpu-mem","unitMiB":20389,"sharesPerGPU":4}`},
+		{served: false, want: ""},
+	}
+	for _, tc := range tests {
+		if err := p.publish(ctx, []GPU{{UUID: "GPU-a"}}, offer, tc.served); err != nil {
+			t.Fatal(err)
+		}
+		n := &corev1.Node{}
+		if err := c.Get(ctx, clientKey(nodeName), n); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := n.Annotations[AnnotationShare]
+		if got != tc.want || ok != tc.served || n.Annotations[AnnotationGPUs] == "" {
+			t.Errorf("served %v: share annotation %q (present %v), want %q; gpus annotation %q",
+				tc.served, got, ok, tc.want, n.Annotations[AnnotationGPUs])
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 // Report is what `gpuadmit-agent --discover` prints: what the agent found
@@ -19,8 +21,8 @@ type Report struct {
 	Capacity map[string]int64 `json:"capacity"`
 	// Devices counts the devices the plugin would serve, by resource.
 	Devices map[string]int `json:"devices"`
-	// UnitMiB is the memory behind one device.
-	UnitMiB int64 `json:"unitMiB"`
+	// Share is the share annotation's content; nil when no GPU serves shares.
+	Share *allocator.ShareOffer `json:"share,omitempty"`
 }
 
 // Discover reads the GPUs and reports what the agent would publish and
@@ -31,14 +33,14 @@ func Discover(nv DeviceLister, o Options) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("discover GPUs: %w", err)
 	}
-	devices := 0
-	for _, g := range newSnapshot(gpus, o.UnitMiB).gpus {
-		devices += g.units
-	}
-	return Report{
+	r := Report{
 		GPUs: gpus, Annotation: AnnotationGPUs, Capacity: Accounting(gpus),
-		Devices: map[string]int{o.Resource: devices}, UnitMiB: o.UnitMiB,
-	}, nil
+		Devices: map[string]int{o.Resource: len(newSnapshot(gpus, int(o.SharesPerGPU)).devices())},
+	}
+	if offer, ok := shareOffer(gpus, o.Resource, o.SharesPerGPU); ok {
+		r.Share = &offer
+	}
+	return r, nil
 }
 
 // Write prints the report as "yaml" or "json".

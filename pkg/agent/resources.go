@@ -12,8 +12,9 @@ const (
 	ResourceShare = allocator.ResourceShare
 	// ResourceMemoryMiB is the accounting resource: GPU memory in MiB, any form.
 	ResourceMemoryMiB = allocator.ResourceMemoryMiB
-	// DefaultUnitMiB is the memory behind one device of ResourceShare.
-	DefaultUnitMiB = allocator.DefaultShareUnitMiB
+	// AnnotationShare holds the share the device plugin serves, as JSON
+	// allocator.ShareOffer.
+	AnnotationShare = allocator.AnnotationShare
 )
 
 // ModelResource is the per-model accounting resource (allocator.AccountingResource).

@@ -52,10 +52,9 @@ func TestModelResourceIsValidForEveryModel(t *testing.T) {
 // TestNamesAgreeWithInventory holds the agent to the names pkg/inventory
 // reads: the webhook requests what the agent advertises.
 func TestNamesAgreeWithInventory(t *testing.T) {
-	if ResourceMemoryMiB != inventory.ResourceMemoryMiB || ResourceShare != inventory.ResourceShare ||
-		DefaultUnitMiB != inventory.DefaultShareUnitMiB {
-		t.Errorf("agent names %s, %s, %d differ from inventory's %s, %s, %d", ResourceMemoryMiB, ResourceShare,
-			DefaultUnitMiB, inventory.ResourceMemoryMiB, inventory.ResourceShare, inventory.DefaultShareUnitMiB)
+	if ResourceMemoryMiB != inventory.ResourceMemoryMiB || ResourceShare != inventory.ResourceShare {
+		t.Errorf("agent names %s, %s differ from inventory's %s, %s", ResourceMemoryMiB, ResourceShare,
+			inventory.ResourceMemoryMiB, inventory.ResourceShare)
 	}
 	for _, m := range allocator.Default().Models() {
 		if a, i := ModelResource(m.Name), inventory.ModelResource(m.Name); a != i {
@@ -101,8 +100,10 @@ func TestDiscoverReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Devices[ResourceShare] != 8*40 || r.Capacity["gpuadmit.io/a100-40gb-mib"] != 8*40960 {
-		t.Errorf("report devices %v capacity %v; want 320 devices, 327680 MiB", r.Devices, r.Capacity)
+	wantShare := &allocator.ShareOffer{Resource: ResourceShare, UnitMiB: 40960 / 4, SharesPerGPU: 4}
+	if r.Devices[ResourceShare] != 8*4 || r.Capacity["gpuadmit.io/a100-40gb-mib"] != 8*40960 || !cmp.Equal(wantShare, r.Share) {
+		t.Errorf("report devices %v capacity %v share %+v; want 32 devices, 327680 MiB, 4 shares of 10240 MiB",
+			r.Devices, r.Capacity, r.Share)
 	}
 	var y, j bytes.Buffer
 	if err := r.Write(&y, "yaml"); err != nil {

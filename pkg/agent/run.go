@@ -5,15 +5,11 @@ import (
 	"fmt"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/rest"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Run is the agent on a real node: NVML from the driver, the API server from
-// cfg, the kubelet's PodResources socket from o.
+// Run is the agent on a real node: NVML from the driver, the API server from cfg.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	o.defaults()
 	lib, shutdown, err := openNVML()
@@ -25,13 +21,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
 	}
-	conn, err := grpc.NewClient("unix://"+o.PodResourcesSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("kubelet pod resources %s: %w", o.PodResourcesSocket, err)
-	}
-	defer conn.Close()
 	o.ProfileNames = NVMLProfileName
-	return New(lib, nodes, podresourcesv1.NewPodResourcesListerClient(conn), o).Run(ctx)
+	return New(lib, nodes, o).Run(ctx)
 }
 
 // DiscoverNode is Discover with the driver's NVML: what `--discover` prints.

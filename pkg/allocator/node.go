@@ -13,6 +13,15 @@ const (
 	// gpuadmit device plugin runs.
 	AnnotationShare = "gpuadmit.io/share"
 
+	// LabelNodeMode is the Node label by which an operator puts a GPU node in
+	// one of the node side's two modes (NodeModeDevicePlugin, NodeModeDRA);
+	// the agent's DaemonSets select on it, so a node without it gets neither.
+	LabelNodeMode = "gpuadmit.io/node-mode"
+	// NodeModeDevicePlugin: the agent serves ResourceShare as a device plugin.
+	NodeModeDevicePlugin = "device-plugin"
+	// NodeModeDRA: the agent is a DRA driver publishing ResourceSlices.
+	NodeModeDRA = "dra"
+
 	// ResourceGPU is a whole GPU (or, under MIG's single strategy, one slice),
 	// as NVIDIA's device plugin serves it.
 	ResourceGPU = "nvidia.com/gpu"

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/agent"
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
@@ -42,7 +43,7 @@ func TestAgentPublishesOnARealNode(t *testing.T) {
 	// The mock has no event sets; a driver without them answers so, and the
 	// agent then watches health by probing.
 	server.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
-	a := agent.New(server, env.Client, nil, agent.Options{NodeName: node.Name, PluginDir: t.TempDir(), Resync: time.Second, Retry: 200 * time.Millisecond})
+	a := agent.New(server, env.Client, agent.Options{NodeName: node.Name, PluginDir: t.TempDir(), Resync: time.Second, Retry: 200 * time.Millisecond})
 	go a.Run(ctx)
 
 	var gpus []agent.GPU
@@ -57,6 +58,7 @@ func TestAgentPublishesOnARealNode(t *testing.T) {
 		c := got.Status.Allocatable[inventory.ResourceMemoryMiB]
 		return len(gpus) == 8 && c.Value() == 8*gpus[0].MemoryMiB, "allocatable " + c.String()
 	})
+	checkShareOffer(t, ctx, node.Name, allocator.ShareOffer{Resource: agent.ResourceShare, UnitMiB: 40960 / 4, SharesPerGPU: 4})
 
 	p := gpuPod("team-a", "on-agent-node", map[string]string{"nvidia.com/gpu": "1"})
 	p.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB"}
@@ -74,5 +76,18 @@ func TestAgentPublishesOnARealNode(t *testing.T) {
 	defer deleteAll(ctx, "team-a", p)
 	if n := scheduledNode(t, ctx, p); n != node.Name {
 		t.Errorf("scheduled on %s, want the agent's node %s", n, node.Name)
+	}
+}
+
+// checkShareOffer reads the share the agent published on its Node.
+func checkShareOffer(t *testing.T, ctx context.Context, node string, want allocator.ShareOffer) {
+	t.Helper()
+	got := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: node}, got); err != nil {
+		t.Fatal(err)
+	}
+	var offer allocator.ShareOffer
+	if err := json.Unmarshal([]byte(got.Annotations[agent.AnnotationShare]), &offer); err != nil || offer != want {
+		t.Errorf("share annotation %q (%v), want %+v", got.Annotations[agent.AnnotationShare], err, want)
 	}
 }

@@ -19,20 +19,28 @@ import (
 // TestDeployManifestsAreAccepted applies every kustomize overlay and the Helm
 // chart to the API server with server-side dry run: each object passes the
 // real validation (webhook configurations and their CEL, RBAC, the
-// Deployment, and cert-manager's CRD schemas for Certificates and Issuers).
+// Deployment, and cert-manager's CRD schemas for Certificates and Issuers),
+// and so do the node agent's (deploy/agent, with MPS, and the chart's):
+// its DaemonSets, its own-node ValidatingAdmissionPolicy and its CEL.
 func TestDeployManifestsAreAccepted(t *testing.T) {
 	ctx := context.Background()
-	tools, missing := deploy.FindTools(filepath.Join(root, ".bin/tools"))
+	dir := os.Getenv("GPUADMIT_TOOLS") // as deploy's render tests look for them
+	if dir == "" {
+		dir = filepath.Join(root, ".bin/tools")
+	}
+	tools, missing := deploy.FindTools(dir)
 	if len(missing) > 0 {
 		if os.Getenv("GPUADMIT_REQUIRE_TOOLS") == "1" {
 			t.Fatalf("%v missing: run hack/tools.sh", missing)
 		}
 		t.Skipf("%v missing: run hack/tools.sh", missing)
 	}
-	ns := &corev1.Namespace{}
-	ns.Name = "gpuadmit-system" // namespaced objects need it to exist, even in a dry run
-	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	for _, name := range []string{"gpuadmit-system", "gpuadmit-agent"} {
+		ns := &corev1.Namespace{}
+		ns.Name = name // namespaced objects need it to exist, even in a dry run
+		if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	bundle, err := certs.Generate(certs.Options{Service: "gpuadmit-webhook", Namespace: "gpuadmit-system"})
 	if err != nil {
@@ -42,23 +50,31 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	renders := map[string]func() ([]byte, error){
-		"kustomize base":         func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/base")) },
-		"kustomize cert-manager": func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/cert-manager")) },
-		"kustomize dev":          func() ([]byte, error) { return tools.Build(dev) },
-		"kustomize git-sync":     func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/git-sync")) },
-		"kustomize configmap":    func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/configmap")) },
-		"helm default":           func() ([]byte, error) { return tools.Template(filepath.Join(root, "deploy/helm/gpuadmit")) },
+	chart := filepath.Join(root, "deploy/helm/gpuadmit")
+	renders := map[string]struct {
+		render func() ([]byte, error)
+		least  int // objects the rendering holds at least
+	}{
+		"kustomize base":         {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/base")) }, 10},
+		"kustomize cert-manager": {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/cert-manager")) }, 10},
+		"kustomize dev":          {func() ([]byte, error) { return tools.Build(dev) }, 10},
+		"kustomize git-sync":     {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/git-sync")) }, 10},
+		"kustomize configmap":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/configmap")) }, 10},
+		"kustomize agent":        {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/agent")) }, 7},
+		"kustomize agent-mps":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/agent-mps")) }, 8},
+		"helm default":           {func() ([]byte, error) { return tools.Template(chart) }, 10},
+		"helm agent with MPS": {func() ([]byte, error) {
+			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "agent.mps.enabled=true")
+		}, 18},
 	}
-	for name, render := range renders {
+	for name, r := range renders {
 		t.Run(name, func(t *testing.T) {
-			out, err := render()
+			out, err := r.render()
 			if err != nil {
 				t.Fatalf("step render: %v", err)
 			}
-			n := dryRunAll(t, ctx, out)
-			if n < 10 {
-				t.Errorf("only %d objects rendered", n)
+			if n := dryRunAll(t, ctx, out); n < r.least {
+				t.Errorf("only %d objects rendered, want at least %d", n, r.least)
 			}
 		})
 	}

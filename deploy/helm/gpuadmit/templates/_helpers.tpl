@@ -62,3 +62,21 @@ namespaceSelector:
 --policies={{ trimSuffix "/" (printf "/git/current/%s" .Values.policies.gitSync.path) }}
 {{- end -}}
 {{- end }}
+
+{{/* The node agent's namespace: its own, for the hostPath mounts the webhook's forbids. */}}
+{{- define "gpuadmit.agentNamespace" -}}
+gpuadmit-agent
+{{- end }}
+
+{{/* Labels on the node agent's objects. */}}
+{{- define "gpuadmit.agentLabels" -}}
+{{ include "gpuadmit.labels" . | replace "app.kubernetes.io/name: gpuadmit" "app.kubernetes.io/name: gpuadmit-agent" }}
+{{- end }}
+
+{{/* The nodes the agent (and with MPS, its daemon) runs on. */}}
+{{- define "gpuadmit.agentNodeSelector" -}}
+gpuadmit.io/node-mode: device-plugin
+{{- if .Values.agent.mps.enabled }}
+gpuadmit.io/mps: "true"
+{{- end }}
+{{- end }}
