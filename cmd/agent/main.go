@@ -36,6 +36,7 @@ func main() {
 	flag.StringVar(&d.Driver.DataDir, "dra-plugin-dir", dra.DefaultPluginDataDir, "--mode=dra: the driver's socket and checkpoint directory")
 	flag.StringVar(&d.RegistrarDir, "dra-registrar-dir", dra.DefaultRegistrarDir, "--mode=dra: the kubelet's plugin registration directory")
 	flag.StringVar(&d.Driver.CDIDir, "cdi-dir", dra.DefaultCDIDir, "--mode=dra: where CDI specs of prepared claims are written")
+	flag.Int64Var(&d.Driver.Devices.ShareUnitMiB, "dra-share-unit-mib", 1024, "--mode=dra: the step a claim's GPU memory is rounded up to")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	config.RegisterFlags(flag.CommandLine)
@@ -56,7 +57,7 @@ func main() {
 	case "device-plugin":
 		err = agent.Run(ctx, cfg, o)
 	case "dra":
-		d.NodeName, d.Driver.Devices.ShareUnitMiB, d.Resync, d.RecoverAfter = o.NodeName, o.UnitMiB, o.Resync, o.RecoverAfter
+		d.NodeName, d.Resync, d.RecoverAfter = o.NodeName, o.Resync, o.RecoverAfter
 		err = dra.Run(ctx, cfg, d)
 	default:
 		err = fmt.Errorf("--mode %q: want device-plugin or dra", *mode)

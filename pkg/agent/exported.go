@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+
 	"context"
 	"time"
 
@@ -25,9 +27,10 @@ func NewNodePublisher(c NodeClient, node string) *NodePublisher {
 	return &NodePublisher{p: publisher{client: c, node: node}}
 }
 
-// Publish writes gpus on the Node.
+// Publish writes gpus on the Node, with no share offer: a DRA node serves
+// no device-plugin shares.
 func (n *NodePublisher) Publish(ctx context.Context, gpus []GPU) error {
-	return n.p.publish(ctx, gpus)
+	return n.p.publish(ctx, gpus, allocator.ShareOffer{}, false)
 }
 
 // WatchHealth reports each GPU that turns unhealthy (a critical XID, lost)

@@ -33,14 +33,6 @@ const (
 	// when the node does not say otherwise.
 	DefaultShareUnitMiB = 1024
 
-	// LabelNodeMode is the node label an operator sets to say how gpuadmit's
-	// agent serves the node's GPUs; the agent's DaemonSets select on it.
-	LabelNodeMode = "gpuadmit.io/node-mode"
-	// NodeModeDevicePlugin: the agent serves memory shares as a kubelet
-	// device plugin (NVIDIA's device plugin must not run on the node).
-	NodeModeDevicePlugin = "device-plugin"
-	// NodeModeDRA: the agent is the node's DRA driver.
-	NodeModeDRA = "dra"
 )
 
 // gpuadmit's DRA driver: the driver of its ResourceSlices and the domain of
