@@ -32,7 +32,6 @@ const (
 	// DefaultShareUnitMiB is the memory behind one unit of a share resource
 	// when the node does not say otherwise.
 	DefaultShareUnitMiB = 1024
-
 )
 
 // gpuadmit's DRA driver: the driver of its ResourceSlices and the domain of
@@ -40,6 +39,10 @@ const (
 const (
 	// DRADriver is the driver name.
 	DRADriver = "gpu.gpuadmit.io"
+	// DRAClassGPU is the DeviceClass of a whole GPU (extendedResourceName
+	// nvidia.com/gpu); DRAClassShare that of a share of one GPU's memory.
+	DRAClassGPU   = "gpu.gpuadmit.io"
+	DRAClassShare = "gpu-share.gpuadmit.io"
 	// DRAAttrType is "gpu" for a GPU without MIG, "mig" for a MIG instance.
 	DRAAttrType = "type"
 	// DRAAttrModel is the catalog model ("H100-80GB").

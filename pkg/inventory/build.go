@@ -45,6 +45,7 @@ type gpuNode struct {
 	alloc         map[string]int64
 	offer         allocator.ShareOffer // the agent's share offer; zero when it has none
 	dra           bool                 // gpuadmit's DRA driver serves the GPUs
+	draStepMiB    int64                // the step of its shareable GPUs; 0: none
 }
 
 // Build groups nodes into pools. Nodes without GPU resources are ignored;
@@ -116,7 +117,7 @@ func (inv *Inventory) classify(n *corev1.Node, devs []draDevice, cat *allocator.
 			inv.refuse(n, why)
 			return g, false
 		}
-		g.dra, g.offer = true, allocator.ShareOffer{}
+		g.dra, g.offer, g.draStepMiB = true, allocator.ShareOffer{}, draShareStep(devs)
 		maps.Copy(g.alloc, draAllocatable(devs))
 	}
 	if share := doubleServed(g.alloc, offer); share != "" {

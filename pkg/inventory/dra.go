@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
@@ -21,6 +22,9 @@ import (
 type draDevice struct {
 	typ, model, profile string
 	memoryMiB           int64
+	// stepMiB is the step a shared GPU's claims are rounded up to (its
+	// request policy); 0 for a device that claims cannot share.
+	stepMiB int64
 }
 
 // draNodes reads gpuadmit's devices from ResourceSlices, by node. Only the
@@ -58,8 +62,22 @@ func readDRADevice(d resourceapi.Device) draDevice {
 	out := draDevice{typ: attr(allocator.DRAAttrType), model: attr(allocator.DRAAttrModel), profile: attr(allocator.DRAAttrProfile)}
 	if c, ok := d.Capacity[allocator.DRACapacityMemory]; ok {
 		out.memoryMiB = c.Value.Value() >> 20
+		if p := c.RequestPolicy; p != nil && p.ValidRange != nil && p.ValidRange.Step != nil && ptr.Deref(d.AllowMultipleAllocations, false) {
+			out.stepMiB = p.ValidRange.Step.Value() >> 20
+		}
 	}
 	return out
+}
+
+// draShareStep is the step shares on a DRA node are rounded up to: the
+// largest of its shareable GPUs' steps, so a share sized by it is valid on
+// every one of them; 0 when no GPU of the node can be shared.
+func draShareStep(devs []draDevice) int64 {
+	var step int64
+	for _, d := range devs {
+		step = max(step, d.stepMiB)
+	}
+	return step
 }
 
 // draAllocatable is what a DRA node serves under extended-resource names:

@@ -73,7 +73,9 @@ type Pool struct {
 	MemorySlices int `json:"memorySlices"`
 	// Resource is what a container requests: nvidia.com/gpu (whole, mig-single) or the share resource.
 	Resource string `json:"resource,omitempty"`
-	// ShareUnitMiB is the MiB in one unit of a shared pool's resource.
+	// ShareUnitMiB is the MiB in one unit of a shared pool's resource; on a
+	// DRA GPU pool, the step a share claim's memory is rounded up to (0
+	// when its GPUs cannot be shared).
 	ShareUnitMiB int64 `json:"shareUnitMiB,omitempty"`
 	// SharesPerGPU is set where gpuadmit's agent serves the pool's shares
 	// (its allocator.ShareOffer): each GPU is cut into this many devices of
@@ -128,6 +130,12 @@ func (p *Pool) AllocatorProfiles() []allocator.Profile {
 		out[i] = pr.Profile
 	}
 	return out
+}
+
+// ServesShares reports whether the pool gives memory shares: a shared pool,
+// or a DRA GPU pool whose GPUs claims may share.
+func (p *Pool) ServesShares() bool {
+	return p.Mode == Shared || p.DRA && p.Mode == Whole && p.ShareUnitMiB > 0
 }
 
 // UnitsPerGPU is how many share units one GPU of a shared pool holds.

@@ -19,6 +19,7 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 		rec[c.Name] = originalGPU(c)
 		setResources(c, a.resources(ch.pool))
 	}
+	addClaims(out, ch.assigns)
 	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
@@ -22,13 +23,19 @@ type assignment struct {
 	profile string
 	// why says how the size was found, for the explanation.
 	why string
+	// claimMiB is set for a share on a DRA pool: the container's GPU comes
+	// from a resource claim of that much memory, not from resource.
+	claimMiB int64
 }
 
 // resources are what the container requests on pool: the GPU resource and,
 // where the pool's nodes advertise them, the accounting resources with the
 // real MiB given, for ResourceQuota.
 func (a assignment) resources(pool *inventory.Pool) map[string]int64 {
-	out := map[string]int64{a.resource: a.quantity}
+	out := map[string]int64{}
+	if a.resource != "" {
+		out[a.resource] = a.quantity
+	}
 	if pool.Accounting {
 		out[inventory.ResourceMemoryMiB] = a.givenMiB
 		out[pool.ModelResource] = a.givenMiB
@@ -38,6 +45,9 @@ func (a assignment) resources(pool *inventory.Pool) map[string]int64 {
 
 // given describes what the container receives: "nvidia.com/gpu=1 (MIG 1g.5gb, 4864 MiB)".
 func (a assignment) given() string {
+	if a.claimMiB > 0 {
+		return fmt.Sprintf("a claim of %d MiB on one GPU (%s)", a.claimMiB, claim.ClassShare)
+	}
 	if a.profile != "" {
 		return fmt.Sprintf("%s=%d (MIG %s, %d MiB)", a.resource, a.quantity, a.profile, a.givenMiB)
 	}
@@ -50,8 +60,8 @@ func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment
 	if c.Rule != "" {
 		tag += " (rule " + c.Rule + ")"
 	}
-	if !servesBackend(pool.Mode, c.Backend) {
-		return assignment{}, fmt.Errorf("%s: the pool is %s", tag, pool.Mode)
+	if !servesBackend(pool, c.Backend) {
+		return assignment{}, fmt.Errorf("%s: the pool is %s", tag, poolKind(pool))
 	}
 	var a assignment
 	var err error
@@ -70,15 +80,22 @@ func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment
 	return a, nil
 }
 
-func servesBackend(m inventory.Mode, backend string) bool {
-	switch backend {
+func servesBackend(pool *inventory.Pool, backend string) bool {
+	switch m := pool.Mode; backend {
 	case policy.BackendMIG:
 		return m == inventory.MIGMixed || m == inventory.MIGSingle
 	case policy.BackendShared:
-		return m == inventory.Shared
+		return pool.ServesShares()
 	default:
 		return m == inventory.Whole
 	}
+}
+
+func poolKind(pool *inventory.Pool) string {
+	if pool.DRA {
+		return string(pool.Mode) + " (DRA)"
+	}
+	return string(pool.Mode)
 }
 
 func fitMIG(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment, error) {
@@ -173,6 +190,9 @@ func fitShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	if pool.SharesPerGPU > 0 {
 		return fitOneShare(r, pool)
 	}
+	if pool.DRA {
+		return fitClaim(r, pool)
+	}
 	perGPU := pool.UnitsPerGPU()
 	if perGPU == 0 {
 		return assignment{}, fmt.Errorf("the pool's GPU memory is unknown")
@@ -244,4 +264,30 @@ func fitOneShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	}
 	why := fmt.Sprintf("%s fits the pool's one share size, %d MiB (1/%d of a GPU)", what, pool.ShareUnitMiB, pool.SharesPerGPU)
 	return assignment{resource: pool.Resource, quantity: 1, givenMiB: pool.ShareUnitMiB, why: why}, nil
+}
+
+// fitClaim sizes a share on a DRA pool: the memory, rounded up to the
+// driver's step, asked of one GPU as consumable capacity. The scheduler
+// places the claim on a GPU with that much room, so any size up to one
+// GPU's shareable memory is fine; a whole GPU's fraction takes all of it.
+func fitClaim(r intent.Request, pool *inventory.Pool) (assignment, error) {
+	step := pool.ShareUnitMiB
+	most := pool.GPUMemoryMiB / step * step // the driver's default: every whole step
+	var mib int64
+	var why string
+	switch r.Form {
+	case intent.Memory:
+		mib = (r.MemoryMiB + step - 1) / step * step
+		why = fmt.Sprintf("%d MiB rounded up to the driver's %d MiB step", r.MemoryMiB, step)
+	case intent.Fraction:
+		mib = min((r.FractionMilli*pool.GPUMemoryMiB+999)/1000, pool.GPUMemoryMiB)
+		mib = min((mib+step-1)/step*step, most)
+		why = fmt.Sprintf("%d/1000 of the GPU's %d MiB in whole %d MiB steps", r.FractionMilli, pool.GPUMemoryMiB, step)
+	default:
+		return assignment{}, fmt.Errorf("%s is not a memory share", r)
+	}
+	if mib > most {
+		return assignment{}, fmt.Errorf("%d MiB exceed the %d MiB a share of one %d MiB GPU can have", mib, most, pool.GPUMemoryMiB)
+	}
+	return assignment{givenMiB: mib, claimMiB: mib, why: why}, nil
 }

@@ -88,6 +88,9 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	if hasOwnAnnotations(req.Pod) {
 		return m.verify(ctx, req)
 	}
+	if msg := foreignClaimUse(req.Pod); msg != "" {
+		return deny(req.Pod, msg), nil
+	}
 	out, err := m.decide(ctx, req)
 	if err != nil || !out.Allowed {
 		return out, err

@@ -100,6 +100,7 @@ func unmutate(pod *corev1.Pod, r record) (*corev1.Pod, error) {
 			delete(out.Annotations, k)
 		}
 	}
+	removeClaims(out)
 	found := 0
 	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
 		for i := range list {

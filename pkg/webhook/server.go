@@ -15,6 +15,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -30,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
@@ -82,6 +85,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err != nil {
 		return err
 	}
+	if live.Slices != nil { // share claims exist only where the cluster has DRA
+		if err := claim.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gpuadmit-claims"), nil).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	registerHandlers(mgr, engine, live, scheme, opts)
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: readiness(mgr, engine, watcher), log: log}); err != nil {
 		return err
@@ -102,6 +110,11 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// The claim-template reconciler needs only the pods that hold
+			// gpuadmit share claims, not every pod of the cluster.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{claim.LabelShare: "true"})},
+			},
 		},
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.Host,

@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
@@ -65,4 +68,66 @@ func toString(m map[string]string) string {
 		s += k + "=" + v + " "
 	}
 	return s
+}
+
+// draPoolNode runs the DRA agent for a kwok node of gpus A100 40GB GPUs and
+// labels the node as an operator would: its own pool, its product, DRA mode.
+func draPoolNode(t *testing.T, ctx context.Context, name, pool string, gpus int) {
+	t.Helper()
+	draNode(t, ctx, name, pool, fakeGPUs(gpus), gpus)
+	node := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Labels[inventory.LabelPool] = pool
+	node.Labels[inventory.LabelProduct] = "NVIDIA-A100-SXM4-40GB"
+	node.Labels[allocator.LabelNodeMode] = allocator.NodeModeDRA
+	if err := env.Client.Patch(ctx, node, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDRAShareThroughTheWebhook: a memory request on a DRA pool becomes a
+// claim from gpuadmit's template, which the reconciler creates; the real
+// scheduler places each claim on one GPU with room, so a 20 GiB share is
+// refused on a node whose 20 GiB free are 10 + 10 on two GPUs.
+func TestDRAShareThroughTheWebhook(t *testing.T) {
+	ctx := context.Background()
+	draNamespace(t, ctx, "dra-share-webhook") // installs deploy/dra's DeviceClasses
+	draPoolNode(t, ctx, "dra-share-0", "dra-share", 2)
+	share := func(name, gib string) *corev1.Pod {
+		p := gpuPod("team-a", name, map[string]string{"gpuadmit.io/gpu-memory": gib})
+		p.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB", "gpuadmit.io/backend": "shared"}
+		return p
+	}
+	first := share("dra-share-30a", "30Gi")
+	waitFor(t, "the webhook writes a claim on the DRA pool", 30*time.Second, func() (bool, string) {
+		q := first.DeepCopy()
+		if err := env.Client.Create(ctx, q, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		return len(q.Spec.ResourceClaims) == 1 && q.Spec.NodeSelector[inventory.LabelPool] == "dra-share",
+			fmt.Sprintf("claims %v, nodeSelector %v", q.Spec.ResourceClaims, q.Spec.NodeSelector)
+	})
+	second, third := share("dra-share-30b", "30Gi"), share("dra-share-20", "20Gi")
+	defer deleteAll(ctx, "team-a", first, second, third)
+	for _, p := range []*corev1.Pod{first, second} {
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, ctx, p, "node dra-share-0")
+	}
+	if a, b := podAllocation(t, ctx, first), podAllocation(t, ctx, second); a.device == b.device {
+		t.Errorf("two 30 GiB shares on one 40 GiB GPU (%s)", a.device)
+	}
+	if err := env.Client.Create(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, third, "unschedulable") // 10 + 10 GiB free, on two GPUs
+	tmpl := &resourceapi.ResourceClaimTemplate{}
+	key := client.ObjectKey{Namespace: "team-a", Name: claim.TemplateName(30 * 1024)}
+	if err := env.Client.Get(ctx, key, tmpl); err != nil {
+		t.Errorf("the reconciler's template %s: %v", key.Name, err)
+	}
 }

@@ -15,10 +15,10 @@ import (
 // DeviceClass names of the driver (deploy/dra holds them as YAML).
 const (
 	// ClassGPU is a whole GPU; pods ask for it as nvidia.com/gpu too.
-	ClassGPU = "gpu.gpuadmit.io"
+	ClassGPU = allocator.DRAClassGPU
 	// ClassShare is a share of one GPU's memory, asked for with a memory
 	// capacity request.
-	ClassShare = "gpu-share.gpuadmit.io"
+	ClassShare = allocator.DRAClassShare
 )
 
 // MIGClass is the DeviceClass of a MIG profile: "mig-1g.10gb.me.gpuadmit.io"

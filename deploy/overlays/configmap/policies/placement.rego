@@ -52,7 +52,7 @@ pool_candidates(c, backend) := [{
 } |
 	some ranked in sort([[rank(c, backend, p), p.name] |
 		some p in input.pools
-		p.mode in pool_modes[backend]
+		serves(p, backend)
 		model_allowed(p)
 	])
 ]
@@ -62,6 +62,16 @@ pool_candidates(c, backend) := [{
 rank(c, backend, p) := [over_model_quota(c, p), fit_rank(c, backend, p)]
 
 pools[p.name] := p if some p in input.pools
+
+serves(p, backend) if p.mode in pool_modes[backend]
+
+# A GPU pool of gpuadmit's DRA driver also serves shares, as resource claims
+# the scheduler fits on one GPU, where its GPUs can be shared.
+serves(p, "shared") if {
+	object.get(p, "dra", false)
+	p.mode == "whole"
+	object.get(p, "shareUnitMiB", 0) > 0
+}
 
 model_allowed(_) if input.hints.model == ""
 

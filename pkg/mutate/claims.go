@@ -1,0 +1,115 @@
+package mutate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+)
+
+// addClaims gives each share on a DRA pool a pod resource claim from
+// gpuadmit's template of its size, and the container a reference to it.
+// Kubernetes allocates all of a pod's claims before binding, so where it
+// counts extended resources as a maximum (init containers run before the app
+// containers) claims would add up: non-sidecar init containers therefore
+// share the claim of the largest app container, sized for the larger of
+// the two. Sidecars run beside the app and keep claims of their own.
+func addClaims(pod *corev1.Pod, assigns []assignment) {
+	host := largestAppClaim(assigns)
+	size := map[string]int64{} // claim name → MiB
+	var order []string
+	for _, a := range assigns {
+		if a.claimMiB == 0 {
+			continue
+		}
+		name := podClaimName(a.req.Container)
+		if host != nil && a.req.Kind == intent.Init {
+			name = podClaimName(host.req.Container)
+		}
+		if _, ok := size[name]; !ok {
+			order = append(order, name)
+		}
+		size[name] = max(size[name], a.claimMiB)
+		c := containerOf(pod, a.req)
+		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: name})
+	}
+	for _, name := range order {
+		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, corev1.PodResourceClaim{
+			Name: name, ResourceClaimTemplateName: ptr.To(claim.TemplateName(size[name])),
+		})
+	}
+	if len(order) > 0 {
+		setMeta(&pod.Labels, map[string]string{claim.LabelShare: "true"})
+	}
+}
+
+// largestAppClaim is the app container (not a sidecar) with the largest
+// claim, which non-sidecar init containers share; nil when none has one.
+func largestAppClaim(assigns []assignment) *assignment {
+	var host *assignment
+	for i := range assigns {
+		a := &assigns[i]
+		if a.claimMiB > 0 && a.req.Kind == intent.App && (host == nil || a.claimMiB > host.claimMiB) {
+			host = a
+		}
+	}
+	return host
+}
+
+// podClaimName is "gpuadmit-<container>", or a hash of the container's name
+// where that would not be a DNS label.
+func podClaimName(container string) string {
+	name := claim.PodClaimPrefix + container
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(container))
+	return claim.PodClaimPrefix + hex.EncodeToString(sum[:])[:16]
+}
+
+// isOwnClaim reports whether a pod resource claim is gpuadmit's.
+func isOwnClaim(c corev1.PodResourceClaim) bool {
+	return c.ResourceClaimTemplateName != nil && claim.IsTemplateName(*c.ResourceClaimTemplateName)
+}
+
+// foreignClaimUse names a pod resource claim that uses one of gpuadmit's
+// templates on a pod gpuadmit has not admitted, or returns "".
+func foreignClaimUse(pod *corev1.Pod) string {
+	for i, c := range pod.Spec.ResourceClaims {
+		if isOwnClaim(c) {
+			return fmt.Sprintf("spec.resourceClaims[%d].resourceClaimTemplateName: %q is a template of gpuadmit's, "+
+				"which only gpuadmit writes into pods; ask for GPU memory in the container's resources "+
+				"(for example gpuadmit.io/gpu-memory: 10Gi) and gpuadmit writes the claim", i, *c.ResourceClaimTemplateName)
+		}
+	}
+	return ""
+}
+
+// removeClaims undoes addClaims: gpuadmit's pod claims, the containers'
+// references to them, and the label.
+func removeClaims(pod *corev1.Pod) {
+	own := map[string]bool{}
+	pod.Spec.ResourceClaims = slices.DeleteFunc(pod.Spec.ResourceClaims, func(c corev1.PodResourceClaim) bool {
+		own[c.Name] = isOwnClaim(c)
+		return own[c.Name]
+	})
+	if len(pod.Spec.ResourceClaims) == 0 {
+		pod.Spec.ResourceClaims = nil
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			rc := &list[i].Resources
+			rc.Claims = slices.DeleteFunc(rc.Claims, func(c corev1.ResourceClaim) bool { return own[c.Name] })
+			if len(rc.Claims) == 0 {
+				rc.Claims = nil
+			}
+		}
+	}
+	delete(pod.Labels, claim.LabelShare)
+}
