@@ -43,7 +43,9 @@ func TestAgentPublishesOnARealNode(t *testing.T) {
 	// The mock has no event sets; a driver without them answers so, and the
 	// agent then watches health by probing.
 	server.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }
-	a := agent.New(server, env.Client, agent.Options{NodeName: node.Name, PluginDir: t.TempDir(), Resync: time.Second, Retry: 200 * time.Millisecond})
+	// The agent runs as its ServiceAccount with deploy/agent's RBAC and
+	// own-node policy, as the DaemonSet runs it.
+	a := agent.New(server, agentClient(t, ctx, node.Name), agent.Options{NodeName: node.Name, PluginDir: t.TempDir(), Resync: time.Second, Retry: 200 * time.Millisecond})
 	go a.Run(ctx)
 
 	var gpus []agent.GPU
