@@ -29,6 +29,7 @@ var quotaDecls = `gpuadmit:
   - {namespaces: [quota-race], gpuMemory: 37Gi}
   - {namespaces: [quota-mix], gpuMemory: 200000Mi}
   - {namespaces: [quota-edit], gpuMemory: %s}
+  - {namespaces: [quota-dra], gpuMemory: 40Gi}
 `
 
 // useQuotas swaps in a policy version declaring quotas; edit sets quota-edit's gpuMemory.
@@ -218,4 +219,38 @@ func editQuotas(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	quotaReady(t, ctx, "quota-edit", 16384)
+}
+
+// TestDRAShareQuotaInMiB: ResourceQuota counts a DRA claim as one device
+// whatever its memory; the accounting requests gpuadmit keeps on a share
+// pod count its MiB, so a namespace's MiB quota admits exactly what fits.
+func TestDRAShareQuotaInMiB(t *testing.T) {
+	ctx := context.Background()
+	makeNamespaces(t, ctx, "quota-dra")
+	useQuotas(t, "quotas-dra", "8Gi")
+	defer swapPolicies(t, "v1")
+	quotaReady(t, ctx, "quota-dra", 40*1024)
+	draNamespace(t, ctx, "quota-dra-classes")
+	draPoolNode(t, ctx, "quota-dra-0", "quota-dra-pool", 2)
+	share := func(name, size string) *corev1.Pod {
+		p := gpuPod("quota-dra", name, map[string]string{"gpuadmit.io/gpu-memory": size})
+		p.Annotations = map[string]string{"gpuadmit.io/backend": "shared", "gpuadmit.io/model": "A100-40GB"}
+		return p
+	}
+	waitFor(t, "the DRA pool in the inventory", 30*time.Second, func() (bool, string) {
+		err := env.Client.Create(ctx, share("probe", "30Gi"), client.DryRunAll)
+		return err == nil, errString(err)
+	})
+	if err := env.Client.Create(ctx, share("thirty", "30Gi")); err != nil {
+		t.Fatalf("30 GiB against 40 GiB: %v", err)
+	}
+	if err := env.Client.Create(ctx, share("twenty", "20Gi")); !isQuotaDenial(err) {
+		t.Errorf("a further 20 GiB: err = %v, want a quota denial", err)
+	}
+	if err := env.Client.Create(ctx, share("ten", "10Gi")); err != nil {
+		t.Errorf("a further 10 GiB, exactly what is left: %v", err)
+	}
+	if u := usedMiB(t, ctx, "quota-dra"); u != 40*1024 {
+		t.Errorf("used %d MiB, want 40960", u)
+	}
 }
