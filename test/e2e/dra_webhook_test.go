@@ -25,18 +25,7 @@ import (
 func TestDRAPoolServesNvidiaGPUThroughTheDeviceClass(t *testing.T) {
 	ctx := context.Background()
 	draNamespace(t, ctx, "dra-webhook") // installs deploy/dra's DeviceClasses
-	draNode(t, ctx, "dra-a100-0", "webhook", fakeGPUs(2), 2)
-	node := &corev1.Node{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: "dra-a100-0"}, node); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	node.Labels[inventory.LabelPool] = "dra-a100"
-	node.Labels[inventory.LabelProduct] = "NVIDIA-A100-SXM4-40GB"
-	node.Labels[allocator.LabelNodeMode] = allocator.NodeModeDRA
-	if err := env.Client.Patch(ctx, node, patch); err != nil {
-		t.Fatal(err)
-	}
+	draPoolNode(t, ctx, "dra-a100-0", "dra-a100", 2)
 
 	one := gpuPod("team-a", "dra-whole-1", map[string]string{"nvidia.com/gpu": "1"})
 	one.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB"}
