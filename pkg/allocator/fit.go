@@ -70,11 +70,17 @@ func ShareUnits(mib, unitMiB int64) int64 {
 // FractionShareUnits returns how many units of unitMiB MiB hold milli
 // thousandths of a GPU with gpuMemoryMiB MiB: ceil(milli × gpuMemoryMiB /
 // (1000 × unitMiB)), computed without overflow. Half of a T4 (15360 MiB) at
-// 1024 MiB a unit is 8 units. It returns 0 when milli is outside 1..1000 or a
-// size is not positive.
+// 1024 MiB a unit is 8 units; the whole GPU (1000) is every whole unit it
+// has, never one more. It returns 0 when milli is outside 1..1000 or a size
+// is not positive.
 func FractionShareUnits(milli, gpuMemoryMiB, unitMiB int64) int64 {
 	if milli < 1 || milli > 1000 || gpuMemoryMiB <= 0 || unitMiB <= 0 {
 		return 0
+	}
+	if milli == 1000 {
+		// The whole GPU is every whole unit it has: 81559 MiB is 79 units
+		// of 1024 MiB, and rounding up would ask for an 80th it lacks.
+		return gpuMemoryMiB / unitMiB
 	}
 	// ceil(ceil(x/a)/b) = ceil(x/(a×b)) for positive integers.
 	return ceilDiv(ceilMilli(milli, gpuMemoryMiB), unitMiB)

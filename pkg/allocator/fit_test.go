@@ -162,7 +162,7 @@ func TestFractionShareUnits(t *testing.T) {
 		"a whole T4 at 1 GiB is 15 units":        {milli: 1000, gpu: 15360, unit: 1024, want: 15},
 		"half an A10 rounds 11.24 GiB up to 12":  {milli: 500, gpu: 23028, unit: 1024, want: 12},
 		"1m of an H100 is one unit":              {milli: 1, gpu: 81559, unit: 1024, want: 1},
-		"a whole H100 rounds up to 80":           {milli: 1000, gpu: 81559, unit: 1024, want: 80},
+		"a whole H100 is its 79 whole units":     {milli: 1000, gpu: 81559, unit: 1024, want: 79},
 		"333m of 3000 MiB at 1 MiB is 999":       {milli: 333, gpu: 3000, unit: 1, want: 999},
 		"333m of 3001 MiB at 1 MiB rounds up":    {milli: 333, gpu: 3001, unit: 1, want: 1000},
 		"huge memory does not overflow":          {milli: 1000, gpu: 1<<63 - 1, unit: 1, want: 1<<63 - 1},

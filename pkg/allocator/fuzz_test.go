@@ -115,6 +115,12 @@ func FuzzShareUnits(f *testing.F) {
 			}
 			return
 		}
+		if milli == 1000 {
+			if n != gpu/unit {
+				t.Fatalf("FractionShareUnits(1000, %d, %d) = %d, want every whole unit, %d", gpu, unit, n, gpu/unit)
+			}
+			return
+		}
 		// In thousandths of a MiB: n units of 1000×unit hold milli×gpu, n-1 do not.
 		need := new(big.Int).Mul(big.NewInt(milli), big.NewInt(gpu))
 		if !smallestCover(n, new(big.Int).Mul(big.NewInt(unit), big.NewInt(1000)), need) {

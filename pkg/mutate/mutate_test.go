@@ -24,9 +24,10 @@ var (
 		"nvidia.com/mig-1g.10gb": 7, "nvidia.com/mig-1g.10gb.me": 1, "nvidia.com/mig-1g.20gb": 4, "nvidia.com/mig-3g.40gb": 2, "nvidia.com/mig-7g.80gb": 1})
 	h200Mixed = migNode("h200", "NVIDIA-H200", map[string]int64{
 		"nvidia.com/mig-1g.18gb": 7, "nvidia.com/mig-1g.35gb": 4, "nvidia.com/mig-3g.71gb": 2})
-	a100Single = gpuNode("a100s", "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb", map[string]string{inventory.LabelMIGStrategy: "single"}, map[string]int64{"nvidia.com/gpu": 16})
-	t4Shared   = gpuNode("t4", "Tesla-T4", map[string]string{inventory.LabelMemory: "15360", inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 15})
-	a100Whole  = gpuNode("a100w", "NVIDIA-A100-SXM4-80GB", map[string]string{inventory.LabelCount: "8"}, map[string]int64{"nvidia.com/gpu": 8})
+	a100Single       = gpuNode("a100s", "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb", map[string]string{inventory.LabelMIGStrategy: "single"}, map[string]int64{"nvidia.com/gpu": 16})
+	t4Shared         = gpuNode("t4", "Tesla-T4", map[string]string{inventory.LabelMemory: "15360", inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 15})
+	h100LegacyShared = gpuNode("h100sh", "NVIDIA-H100-80GB-HBM3", map[string]string{inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 79})
+	a100Whole        = gpuNode("a100w", "NVIDIA-A100-SXM4-80GB", map[string]string{inventory.LabelCount: "8"}, map[string]int64{"nvidia.com/gpu": 8})
 )
 
 // TestRealSizes: sizes come from the real MiB, not the name, and the
@@ -49,6 +50,7 @@ func TestRealSizes(t *testing.T) {
 		"3000 MiB on a 15 GiB T4 is 3 GiB of share":                   {t4Shared, map[string]string{"nvidia.com/gpumem": "3000"}, map[string]string{"gpuadmit.io/gpu-mem": "3"}},
 		"3073 MiB rounds up to 4 GiB":                                 {t4Shared, map[string]string{"nvidia.com/gpumem": "3073"}, map[string]string{"gpuadmit.io/gpu-mem": "4"}},
 		"a quarter of a T4 is 4 GiB (3840 MiB rounded up)":            {t4Shared, map[string]string{"nvidia.com/gpumem-percentage": "25"}, map[string]string{"gpuadmit.io/gpu-mem": "4"}},
+		"100% of an H100 share pool's GPU is its 79 units, not 80":    {h100LegacyShared, map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "100"}, map[string]string{"gpuadmit.io/gpu-mem": "79"}},
 		"nvidia.com/gpu: 2 stays whole":                               {a100Whole, map[string]string{"nvidia.com/gpu": "2"}, map[string]string{"nvidia.com/gpu": "2"}},
 		"20 GiB goes whole when only whole GPUs exist":                {a100Whole, map[string]string{"gpuadmit.io/gpu-memory": "20Gi"}, map[string]string{"nvidia.com/gpu": "1"}},
 	}
