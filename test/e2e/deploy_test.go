@@ -18,7 +18,8 @@ import (
 
 // TestDeployManifestsAreAccepted applies every kustomize overlay and the Helm
 // chart to the API server with server-side dry run: each object passes the
-// real validation (webhook configurations and their CEL, RBAC, the
+// real validation (webhook configurations and their CEL, deploy/dra's
+// DeviceClasses and ValidatingAdmissionPolicies, RBAC, the
 // Deployment, and cert-manager's CRD schemas for Certificates and Issuers).
 func TestDeployManifestsAreAccepted(t *testing.T) {
 	ctx := context.Background()
@@ -29,10 +30,13 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		}
 		t.Skipf("%v missing: run hack/tools.sh", missing)
 	}
-	ns := &corev1.Namespace{}
-	ns.Name = "gpuadmit-system" // namespaced objects need it to exist, even in a dry run
-	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	// Namespaced objects need their namespace to exist, even in a dry run.
+	for _, name := range []string{"gpuadmit-system", "gpuadmit-agent"} {
+		ns := &corev1.Namespace{}
+		ns.Name = name
+		if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	bundle, err := certs.Generate(certs.Options{Service: "gpuadmit-webhook", Namespace: "gpuadmit-system"})
 	if err != nil {
@@ -48,6 +52,7 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"kustomize dev":          func() ([]byte, error) { return tools.Build(dev) },
 		"kustomize git-sync":     func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/git-sync")) },
 		"kustomize configmap":    func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/configmap")) },
+		"kustomize dra":          func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/dra")) },
 		"helm default":           func() ([]byte, error) { return tools.Template(filepath.Join(root, "deploy/helm/gpuadmit")) },
 	}
 	for name, render := range renders {
