@@ -71,10 +71,3 @@ func TestAgentMayChangeOnlyItsOwnNode(t *testing.T) {
 		t.Error("the agent deleted a Node; its RBAC grants get and patch only")
 	}
 }
-
-func errString(err error) string {
-	if err == nil {
-		return "allowed"
-	}
-	return err.Error()
-}

@@ -18,10 +18,11 @@ import (
 
 // TestDeployManifestsAreAccepted applies every kustomize overlay and the Helm
 // chart to the API server with server-side dry run: each object passes the
-// real validation (webhook configurations and their CEL, RBAC, the
-// Deployment, and cert-manager's CRD schemas for Certificates and Issuers),
-// and so do the node agent's (deploy/agent, with MPS, and the chart's):
-// its DaemonSets, its own-node ValidatingAdmissionPolicy and its CEL.
+// real validation (webhook configurations and their CEL, deploy/dra's
+// DeviceClasses and ValidatingAdmissionPolicies, RBAC, the Deployment, and
+// cert-manager's CRD schemas for Certificates and Issuers), and so do the
+// node agent's (deploy/agent, with MPS, and the chart's): its DaemonSets,
+// its own-node ValidatingAdmissionPolicy and its CEL.
 func TestDeployManifestsAreAccepted(t *testing.T) {
 	ctx := context.Background()
 	dir := os.Getenv("GPUADMIT_TOOLS") // as deploy's render tests look for them
@@ -35,9 +36,10 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		}
 		t.Skipf("%v missing: run hack/tools.sh", missing)
 	}
+	// Namespaced objects need their namespace to exist, even in a dry run.
 	for _, name := range []string{"gpuadmit-system", "gpuadmit-agent"} {
 		ns := &corev1.Namespace{}
-		ns.Name = name // namespaced objects need it to exist, even in a dry run
+		ns.Name = name
 		if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -62,6 +64,7 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"kustomize configmap":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/configmap")) }, 10},
 		"kustomize agent":        {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/agent")) }, 7},
 		"kustomize agent-mps":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/agent-mps")) }, 8},
+		"kustomize dra":          {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/dra")) }, 10},
 		"helm default":           {func() ([]byte, error) { return tools.Template(chart) }, 10},
 		"helm agent with MPS": {func() ([]byte, error) {
 			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "agent.mps.enabled=true")

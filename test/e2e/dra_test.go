@@ -30,7 +30,8 @@ import (
 
 const draLabel = "gpuadmit.io/dra-e2e"
 
-// draNamespace creates a namespace for one test, deleted at its end.
+// draNamespace creates a namespace for one test, deleted at its end, and
+// installs deploy/dra's DeviceClasses and policies.
 func draNamespace(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -41,6 +42,7 @@ func draNamespace(t *testing.T, ctx context.Context, name string) string {
 	if err := env.Apply(ctx, filepath.Join(root, "deploy/dra/deviceclasses.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	installDRAPolicies(t, ctx)
 	return name
 }
 
@@ -122,7 +124,8 @@ func nodeDevices(ctx context.Context, node string) []resourceapi.Device {
 }
 
 // claimPod creates a claim template of class (with gib of memory, none
-// when 0) and a pod using it, kept to nodes matching selector.
+// when 0) as gpuadmit's reconciler does, and a pod using it, kept to nodes
+// matching selector.
 func claimPod(t *testing.T, ctx context.Context, ns, name, class string, gib int64, selector map[string]string) *corev1.Pod {
 	t.Helper()
 	p, err := createClaimPod(ctx, ns, name, class, gib, selector)
@@ -141,7 +144,11 @@ func createClaimPod(ctx context.Context, ns, name, class string, gib int64, sele
 	}
 	tmpl := &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	tmpl.Spec.Spec.Devices.Requests = []resourceapi.DeviceRequest{req}
-	if err := env.Client.Create(ctx, tmpl); err != nil {
+	rec, err := reconciler() // only gpuadmit writes templates of its classes
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.Create(ctx, tmpl); err != nil {
 		return nil, err
 	}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}

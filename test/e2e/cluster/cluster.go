@@ -118,7 +118,17 @@ func (c *Cluster) startAPIServer() error {
 }
 
 func (c *Cluster) writeKubeconfig() error {
-	user, err := c.env.AddUser(envtest.User{Name: "gpuadmit-e2e", Groups: []string{"system:masters"}}, nil)
+	c.Kubeconfig = filepath.Join(c.LogDir, "kubeconfig")
+	return c.writeKubeconfigFor("gpuadmit-e2e", c.Kubeconfig)
+}
+
+// writeKubeconfigFor writes a kubeconfig for user name in system:masters.
+// The scheduler and the controller-manager each get their own, named as in a
+// real cluster, because admission tells them apart: deploy/dra's claims
+// policy lets system:kube-scheduler and system:kube-controller-manager write
+// claims of gpuadmit's classes. system:masters keeps RBAC out of the way.
+func (c *Cluster) writeKubeconfigFor(name, path string) error {
+	user, err := c.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
 	}
@@ -126,20 +136,33 @@ func (c *Cluster) writeKubeconfig() error {
 	if err != nil {
 		return err
 	}
-	c.Kubeconfig = filepath.Join(c.LogDir, "kubeconfig")
-	return os.WriteFile(c.Kubeconfig, b, 0o600)
+	return os.WriteFile(path, b, 0o600)
 }
 
 func (c *Cluster) startComponents() error {
 	k := "--kubeconfig=" + c.Kubeconfig
-	auth := []string{k, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0"}
+	auth := func(user string) ([]string, error) {
+		path := filepath.Join(c.LogDir, user+".kubeconfig")
+		if err := c.writeKubeconfigFor("system:"+user, path); err != nil {
+			return nil, err
+		}
+		return []string{"--kubeconfig=" + path, "--authentication-kubeconfig=" + path, "--authorization-kubeconfig=" + path, "--leader-elect=false", "--secure-port=0"}, nil
+	}
+	schedulerArgs, err := auth("kube-scheduler")
+	if err != nil {
+		return err
+	}
+	kcmArgs, err := auth("kube-controller-manager")
+	if err != nil {
+		return err
+	}
 	certDir := c.env.ControlPlane.APIServer.CertDir
 	steps := []struct {
 		name string
 		args []string
 	}{
-		{"kube-scheduler", auth},
-		{"kube-controller-manager", append(auth,
+		{"kube-scheduler", schedulerArgs},
+		{"kube-controller-manager", append(kcmArgs,
 			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",

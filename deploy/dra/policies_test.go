@@ -1,0 +1,339 @@
+package dra_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/gpuadmit/gpuadmit/deploy"
+)
+
+// The identities the policies name.
+const (
+	reconciler = "system:serviceaccount:gpuadmit-system:gpuadmit"
+	claimCtrl  = "system:serviceaccount:kube-system:resource-claim-controller"
+	kcm        = "system:kube-controller-manager"
+	scheduler  = "system:kube-scheduler"
+	draAgent   = "system:serviceaccount:gpuadmit-agent:gpuadmit-agent-dra"
+	admin      = "kubernetes-admin"
+)
+
+// build renders the kustomization with kustomize (hack/tools.sh) and decodes
+// every object strictly; without kustomize the test is skipped, unless
+// GPUADMIT_REQUIRE_TOOLS=1 (CI).
+func build(t *testing.T) map[string][]runtime.Object {
+	t.Helper()
+	tools, missing := deploy.FindTools(filepath.Join("..", "..", ".bin", "tools"))
+	if slices.Contains(missing, "kustomize") {
+		if _, err := exec.LookPath("kustomize"); err != nil {
+			if os.Getenv("GPUADMIT_REQUIRE_TOOLS") == "1" {
+				t.Fatal("kustomize not found: run hack/tools.sh")
+			}
+			t.Skip("kustomize not found: run hack/tools.sh")
+		}
+		tools.Kustomize = "kustomize"
+	}
+	stream, err := tools.Build(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	out := map[string][]runtime.Object{}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("decode:\n%s\n%v", doc, err)
+		}
+		out[gvk.Kind] = append(out[gvk.Kind], obj)
+	}
+}
+
+// policy returns the rendered policy name.
+func policy(t *testing.T, objs map[string][]runtime.Object, name string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	for _, o := range objs["ValidatingAdmissionPolicy"] {
+		if p := o.(*admissionregistrationv1.ValidatingAdmissionPolicy); p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("kustomize build deploy/dra renders no ValidatingAdmissionPolicy %s", name)
+	return nil
+}
+
+func TestPoliciesAreBoundToDeny(t *testing.T) {
+	objs := build(t)
+	var names []string
+	for _, o := range objs["ValidatingAdmissionPolicy"] {
+		p := o.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		names = append(names, p.Name)
+		if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail {
+			t.Errorf("policy %s: failurePolicy %v, want Fail", p.Name, p.Spec.FailurePolicy)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"gpuadmit-agent-dra-own-node", "gpuadmit-agent-dra-own-slices", "gpuadmit-dra-claims"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("policies (-want +got):\n%s", diff)
+	}
+	var bound []string
+	for _, o := range objs["ValidatingAdmissionPolicyBinding"] {
+		b := o.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+		if !cmp.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) ||
+			b.Spec.ParamRef != nil || b.Spec.MatchResources != nil {
+			t.Errorf("binding %s: %+v, want Deny everywhere, without params", b.Name, b.Spec)
+		}
+		bound = append(bound, b.Spec.PolicyName)
+	}
+	slices.Sort(bound)
+	if diff := cmp.Diff(want, bound); diff != "" {
+		t.Errorf("bound policies (-want +got):\n%s", diff)
+	}
+}
+
+// evaluator runs a policy's CEL the way the API server does, with plain
+// cel-go and untyped objects (the API server's typed environment is met in
+// test/e2e/dra_policy_test.go): match conditions, then variables in order,
+// then validations.
+type evaluator struct {
+	t   *testing.T
+	env *cel.Env
+	vap *admissionregistrationv1.ValidatingAdmissionPolicy
+}
+
+func newEvaluator(t *testing.T, vap *admissionregistrationv1.ValidatingAdmissionPolicy) evaluator {
+	env, err := cel.NewEnv(cel.OptionalTypes(), ext.Strings(),
+		cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
+		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evaluator{t: t, env: env, vap: vap}
+}
+
+func (e evaluator) eval(expr string, in map[string]any) (any, error) {
+	ast, iss := e.env.Compile(expr)
+	if iss.Err() != nil {
+		e.t.Fatalf("compile %q: %v", expr, iss.Err())
+	}
+	prg, err := e.env.Program(ast)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out, _, err := prg.Eval(in)
+	if err != nil {
+		return nil, err
+	}
+	return out.Value(), nil
+}
+
+// admit returns "" when the policy lets the request through, else the
+// message of the first validation that fails (or its evaluation error).
+func (e evaluator) admit(req, object, oldObject map[string]any) string {
+	in := map[string]any{"request": req, "object": object, "oldObject": oldObject}
+	for _, mc := range e.vap.Spec.MatchConditions {
+		if ok, err := e.eval(mc.Expression, in); err != nil || ok != true {
+			return ""
+		}
+	}
+	vars := map[string]any{}
+	in["variables"] = vars
+	for _, v := range e.vap.Spec.Variables {
+		out, err := e.eval(v.Expression, in)
+		if err != nil {
+			return "variable " + v.Name + ": " + err.Error()
+		}
+		vars[v.Name] = out
+	}
+	for _, v := range e.vap.Spec.Validations {
+		ok, err := e.eval(v.Expression, in)
+		if err != nil {
+			return err.Error()
+		}
+		if ok == true {
+			continue
+		}
+		if v.MessageExpression != "" {
+			msg, err := e.eval(v.MessageExpression, in)
+			if err != nil {
+				return "messageExpression: " + err.Error()
+			}
+			return msg.(string)
+		}
+		return v.Message
+	}
+	return ""
+}
+
+// exactly and firstAvailable are device requests in resource.k8s.io/v1.
+func exactly(name, class string) map[string]any {
+	return map[string]any{"name": name, "exactly": map[string]any{"deviceClassName": class, "allocationMode": "ExactCount", "count": 1}}
+}
+
+func firstAvailable(name string, classes ...string) map[string]any {
+	var subs []any
+	for i, c := range classes {
+		subs = append(subs, map[string]any{"name": "s" + string(rune('0'+i)), "deviceClassName": c})
+	}
+	return map[string]any{"name": name, "firstAvailable": subs}
+}
+
+func claimSpec(requests ...map[string]any) map[string]any {
+	if requests == nil {
+		return map[string]any{}
+	}
+	var rs []any
+	for _, r := range requests {
+		rs = append(rs, r)
+	}
+	return map[string]any{"devices": map[string]any{"requests": rs}}
+}
+
+func TestClaimsPolicy(t *testing.T) {
+	e := newEvaluator(t, policy(t, build(t), "gpuadmit-dra-claims"))
+	const denied = "ask for GPU memory in the pod's container resources; gpuadmit writes the claim"
+	type obj = map[string]any
+	claim := func(spec obj) obj { return obj{"metadata": obj{"name": "c"}, "spec": spec} }
+	template := func(spec obj) obj { return obj{"metadata": obj{"name": "t"}, "spec": obj{"spec": spec}} }
+	extended := func(spec obj) obj {
+		return obj{"metadata": obj{"name": "c", "annotations": obj{"resource.kubernetes.io/extended-resource-claim": "true"}}, "spec": spec}
+	}
+	share := claimSpec(exactly("gpu", "gpu-share.gpuadmit.io"))
+	tests := map[string]struct {
+		user, resource, op string
+		object, oldObject  obj
+		want               string // a part of the message; "" is allowed
+	}{
+		"an admin's share claim":                     {user: admin, object: claim(share), want: denied},
+		"an admin's share template":                  {user: admin, resource: "resourceclaimtemplates", object: template(share), want: denied},
+		"a MIG class in a template":                  {user: admin, resource: "resourceclaimtemplates", object: template(claimSpec(exactly("mig", "mig-1g.10gb.gpuadmit.io"))), want: "device requests mig name"},
+		"a gpuadmit class as the second choice":      {user: admin, object: claim(claimSpec(firstAvailable("any", "other.example.com", "gpu.gpuadmit.io"))), want: "device requests any name"},
+		"every offending request is named":           {user: admin, object: claim(claimSpec(exactly("a", "gpu.gpuadmit.io"), exactly("b", "x.example.com"), firstAvailable("c", "gpu.gpuadmit.io"))), want: "device requests a, c name"},
+		"another driver's class":                     {user: admin, object: claim(claimSpec(exactly("gpu", "other.example.com"), firstAvailable("f", "a.example.com")))},
+		"a class merely containing gpuadmit.io":      {user: admin, object: claim(claimSpec(exactly("gpu", "gpuadmit.io.example.com")))},
+		"a claim without devices":                    {user: admin, object: claim(claimSpec())},
+		"the reconciler's template":                  {user: reconciler, resource: "resourceclaimtemplates", object: template(share)},
+		"the resource-claim controller's claim":      {user: claimCtrl, object: claim(share)},
+		"the controller-manager's claim":             {user: kcm, object: claim(share)},
+		"the scheduler's extended-resource claim":    {user: scheduler, object: extended(share)},
+		"the scheduler's plain claim":                {user: scheduler, object: claim(share), want: denied},
+		"an admin's claim posing as extended":        {user: admin, object: extended(share), want: denied},
+		"the scheduler's template":                   {user: scheduler, resource: "resourceclaimtemplates", object: template(share), want: denied},
+		"an update that leaves the spec (finalizer)": {user: admin, op: "UPDATE", object: claim(share), oldObject: claim(share)},
+		"an update that names a gpuadmit class":      {user: admin, op: "UPDATE", object: claim(share), oldObject: claim(claimSpec()), want: denied},
+	}
+	for name, tc := range tests {
+		if tc.resource == "" {
+			tc.resource = "resourceclaims"
+		}
+		if tc.op == "" {
+			tc.op = "CREATE"
+		}
+		req := map[string]any{
+			"operation": tc.op, "resource": map[string]any{"group": "resource.k8s.io", "version": "v1", "resource": tc.resource},
+			"userInfo": map[string]any{"username": tc.user},
+		}
+		got := e.admit(req, tc.object, tc.oldObject)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+func TestOwnSlicesPolicy(t *testing.T) {
+	e := newEvaluator(t, policy(t, build(t), "gpuadmit-agent-dra-own-slices"))
+	type obj = map[string]any
+	slice := func(node, driver string) obj {
+		spec := obj{"driver": driver, "pool": obj{"name": node}}
+		if node != "" {
+			spec["nodeName"] = node
+		}
+		return obj{"metadata": obj{"name": "s"}, "spec": spec}
+	}
+	const driver = "driver gpu.gpuadmit.io"
+	tests := map[string]struct {
+		user, op, on      string
+		object, oldObject obj
+		want              string
+	}{
+		"its node's slice":                {user: draAgent, on: "n1", object: slice("n1", "gpu.gpuadmit.io")},
+		"another node's slice":            {user: draAgent, on: "n1", object: slice("n2", "gpu.gpuadmit.io"), want: "spec.nodeName"},
+		"another driver's slice":          {user: draAgent, on: "n1", object: slice("n1", "other.example.com"), want: driver},
+		"a slice for all nodes":           {user: draAgent, on: "n1", object: slice("", "gpu.gpuadmit.io"), want: "spec.nodeName"},
+		"a token that names no node":      {user: draAgent, object: slice("n1", "gpu.gpuadmit.io"), want: "spec.nodeName"},
+		"an update of its node's slice":   {user: draAgent, on: "n1", op: "UPDATE", object: slice("n1", "gpu.gpuadmit.io"), oldObject: slice("n1", "gpu.gpuadmit.io")},
+		"deleting its node's slice":       {user: draAgent, on: "n1", op: "DELETE", oldObject: slice("n1", "gpu.gpuadmit.io")},
+		"deleting another node's slice":   {user: draAgent, on: "n1", op: "DELETE", oldObject: slice("n2", "gpu.gpuadmit.io"), want: "spec.nodeName"},
+		"deleting another driver's one":   {user: draAgent, on: "n1", op: "DELETE", oldObject: slice("n1", "other.example.com"), want: driver},
+		"anyone else is left to RBAC":     {user: admin, object: slice("n2", "other.example.com")},
+		"the device-plugin agent as well": {user: "system:serviceaccount:gpuadmit-agent:gpuadmit-agent", on: "n1", object: slice("n2", "gpu.gpuadmit.io")},
+	}
+	for name, tc := range tests {
+		if tc.op == "" {
+			tc.op = "CREATE"
+		}
+		user := obj{"username": tc.user}
+		if tc.on != "" {
+			user["extra"] = obj{"authentication.kubernetes.io/node-name": []any{tc.on}}
+		}
+		req := obj{"operation": tc.op, "userInfo": user}
+		got := e.admit(req, tc.object, tc.oldObject)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
+func TestOwnNodePolicy(t *testing.T) {
+	e := newEvaluator(t, policy(t, build(t), "gpuadmit-agent-dra-own-node"))
+	type obj = map[string]any
+	if rules := e.vap.Spec.MatchConstraints.ResourceRules; len(rules) != 1 || !cmp.Equal(rules[0].Resources, []string{"nodes", "nodes/status"}) {
+		t.Errorf("rules %+v: want nodes and nodes/status", rules)
+	}
+	tests := map[string]struct {
+		user, on, node string
+		want           string
+	}{
+		"its own node":       {user: draAgent, on: "gpu-1", node: "gpu-1"},
+		"another node":       {user: draAgent, on: "gpu-1", node: "gpu-2", want: "only the Node it runs on"},
+		"no node named":      {user: draAgent, node: "gpu-1", want: "only the Node it runs on"},
+		"the node's kubelet": {user: "system:node:gpu-2", on: "gpu-1", node: "gpu-2"},
+	}
+	for name, tc := range tests {
+		user := obj{"username": tc.user}
+		if tc.on != "" {
+			user["extra"] = obj{"authentication.kubernetes.io/node-name": []any{tc.on}}
+		}
+		got := e.admit(obj{"operation": "UPDATE", "userInfo": user}, obj{"metadata": obj{"name": tc.node}}, nil)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", name, got, tc.want)
+		}
+	}
+}
