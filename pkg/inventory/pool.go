@@ -51,6 +51,17 @@ type Node struct {
 	Name string `json:"name"`
 	// Allocatable holds the node's GPU resources (only those), as integers.
 	Allocatable map[string]int64 `json:"allocatable"`
+	// Labels are the node's labels, against which a pod's own nodeSelector
+	// and required node affinity are matched.
+	Labels map[string]string `json:"-"`
+}
+
+// Object is the node as a scheduler's node-affinity matcher reads it:
+// its name (matchFields metadata.name) and its labels.
+func (n Node) Object() *corev1.Node {
+	o := &corev1.Node{}
+	o.Name, o.Labels = n.Name, n.Labels
+	return o
 }
 
 // Pool is a set of GPU nodes with the same model and mode.
@@ -151,7 +162,12 @@ func (p *Pool) UnitsPerGPU() int64 {
 
 // Fits reports whether one node of the pool has at least demand of every resource.
 func (p *Pool) Fits(demand map[string]int64) bool {
-	for _, n := range p.Nodes {
+	return FitsOn(p.Nodes, demand)
+}
+
+// FitsOn reports whether one of nodes has at least demand of every resource.
+func FitsOn(nodes []Node, demand map[string]int64) bool {
+	for _, n := range nodes {
 		if nodeFits(n, demand) {
 			return true
 		}

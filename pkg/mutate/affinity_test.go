@@ -13,7 +13,9 @@ import (
 // "inference" share the product label with unnamed H100 nodes; a pod placed
 // on the derived pool must not be able to land on the named ones.
 func TestDerivedPoolStaysOffNamedPools(t *testing.T) {
-	named := *h100Mixed.DeepCopy()
+	plain := *h100Mixed.DeepCopy()
+	plain.Labels["zone"] = "a" // the pod's own affinity below asks for it
+	named := *plain.DeepCopy()
 	named.Name, named.Labels[inventory.LabelPool] = "h100-named", "inference"
 	user := corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}}}
 	tests := map[string]struct {
@@ -21,10 +23,10 @@ func TestDerivedPoolStaysOffNamedPools(t *testing.T) {
 		affinity *corev1.Affinity
 		want     []corev1.NodeSelectorTerm
 	}{
-		"no named pool of that product: no affinity": {nodes: []corev1.Node{h100Mixed}},
-		"named nodes overlap: the pod gets one term": {nodes: []corev1.Node{h100Mixed, named},
+		"no named pool of that product: no affinity": {nodes: []corev1.Node{plain}},
+		"named nodes overlap: the pod gets one term": {nodes: []corev1.Node{plain, named},
 			want: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{notInNamedPool}}}},
-		"the pod's own terms each get the clause": {nodes: []corev1.Node{h100Mixed, named},
+		"the pod's own terms each get the clause": {nodes: []corev1.Node{plain, named},
 			affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{user}}}},
 			want:     []corev1.NodeSelectorTerm{{MatchExpressions: append(append([]corev1.NodeSelectorRequirement{}, user.MatchExpressions...), notInNamedPool)}}},
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -76,11 +77,40 @@ func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory
 		}
 		assigns = append(assigns, a)
 	}
+	nodes, why := eligibleNodes(pod, pool)
+	if why != "" {
+		return nil, why
+	}
 	demand := podDemand(pod, assigns, pool)
-	if !pool.Fits(demand) {
-		return nil, fmt.Sprintf("no node of its %d has %s free in allocatable", pool.NodeCount, formatDemand(demand))
+	if !inventory.FitsOn(nodes, demand) {
+		return nil, fmt.Sprintf("no node of its %d the pod may run on has %s in allocatable", len(nodes), formatDemand(demand))
 	}
 	return assigns, ""
+}
+
+// eligibleNodes are the pool's nodes the pod's own constraints allow: its
+// spec.nodeName (pods a DaemonSet or another binder placed), its
+// nodeSelector and its required node affinity (matchFields on metadata.name
+// included), as the scheduler reads them. A pool none of whose nodes the pod
+// may run on would leave it Pending forever, or rejected by the kubelet.
+func eligibleNodes(pod *corev1.Pod, pool *inventory.Pool) ([]inventory.Node, string) {
+	required := nodeaffinity.GetRequiredNodeAffinity(pod)
+	var out []inventory.Node
+	for _, n := range pool.Nodes {
+		if pod.Spec.NodeName != "" && pod.Spec.NodeName != n.Name {
+			continue
+		}
+		if ok, err := required.Match(n.Object()); err == nil && ok {
+			out = append(out, n)
+		}
+	}
+	if len(out) > 0 {
+		return out, ""
+	}
+	if pod.Spec.NodeName != "" {
+		return nil, fmt.Sprintf("the pod is bound to node %s (spec.nodeName), which is not one of its %d nodes", pod.Spec.NodeName, pool.NodeCount)
+	}
+	return nil, fmt.Sprintf("none of its %d nodes satisfies the pod's own nodeSelector and required node affinity", pool.NodeCount)
 }
 
 // firstFit takes the container's first candidate on this pool that fits.

@@ -85,6 +85,11 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	if req.Pod == nil {
 		return Result{}, fmt.Errorf("no pod to admit")
 	}
+	if _, mirror := req.Pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		// The kubelet runs a static pod from its manifest and only reports
+		// it as this mirror pod; a rewrite would change nothing that runs.
+		return Result{Allowed: true, Pod: req.Pod.DeepCopy(), Explanation: "A mirror pod of a static pod: its kubelet runs it from its manifest, so gpuadmit leaves it as it is."}, nil
+	}
 	if hasOwnAnnotations(req.Pod) {
 		return m.verify(ctx, req)
 	}

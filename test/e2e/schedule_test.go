@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,4 +84,31 @@ func TestOneWebhookCallPerPod(t *testing.T) {
 		t.Errorf("the API server called gpuadmit %v times for one pod, want 1", calls)
 	}
 	checkPriority(t, ctx, p)
+}
+
+// TestPodsBoundToANodeGetThatNodesPool: a pod that already names its node
+// (spec.nodeName, as a custom binder writes it) or is kept to it by required
+// node affinity on metadata.name (as the DaemonSet controller writes it) is
+// placed on the pool of that node. 3000 MiB would otherwise go to the
+// smallest MIG slice, on the A100 MIG node, where neither pod can run.
+func TestPodsBoundToANodeGetThatNodesPool(t *testing.T) {
+	ctx := context.Background()
+	bound := gpuPod("team-a", "bound-to-t4", map[string]string{"nvidia.com/gpumem": "3000"})
+	bound.Spec.NodeName = "t4-shared-0"
+	daemon := gpuPod("team-a", "daemon-on-t4", map[string]string{"nvidia.com/gpumem": "3000"})
+	daemon.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"t4-shared-0"}}}}}}}}
+	for _, p := range []*corev1.Pod{bound, daemon} {
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatalf("create %s: %v", p.Name, err)
+		}
+		defer deleteAll(ctx, "team-a", p)
+		if got := p.Spec.Containers[0].Resources.Limits["gpuadmit.io/gpu-mem"]; got.IsZero() {
+			t.Errorf("%s got %v, want a share of the T4 node's pool; decision %q", p.Name, p.Spec.Containers[0].Resources.Limits, p.Annotations[mutate.AnnotationDecision])
+		}
+		if n := scheduledNode(t, ctx, p); n != "t4-shared-0" {
+			t.Errorf("%s runs on %q, want t4-shared-0", p.Name, n)
+		}
+	}
 }
