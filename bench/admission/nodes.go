@@ -1,6 +1,9 @@
 package admission
 
 import (
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,7 +86,26 @@ func Nodes(n int) []corev1.Node {
 		nodes = append(nodes, k.node(count[k.prefix], i))
 		count[k.prefix]++
 	}
+	advertiseAccounting(nodes)
 	return nodes
+}
+
+// advertiseAccounting gives every GPU node the accounting capacity gpuadmit's
+// agent advertises, which every GPU pod requests.
+func advertiseAccounting(nodes []corev1.Node) {
+	index := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		index[nodes[i].Name] = &nodes[i]
+	}
+	for _, p := range inventory.Build(nodes, allocator.Default()).Pools {
+		for _, pn := range p.Nodes {
+			n := index[pn.Name]
+			for r, q := range p.NodeAccounting(pn) {
+				n.Status.Allocatable[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+				n.Status.Capacity[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+			}
+		}
+	}
 }
 
 // kindAt spreads the kinds over every 20 nodes by their shares, so that a

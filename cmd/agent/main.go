@@ -21,7 +21,7 @@ import (
 func main() {
 	var o agent.Options
 	var d dra.Options
-	mode := flag.String("mode", "device-plugin", "device-plugin or dra (a DRA driver, "+dra.DriverName+")")
+	mode := flag.String("mode", "device-plugin", "device-plugin, dra (a DRA driver, "+dra.DriverName+") or publish (GPUs and accounting only)")
 	discover := flag.Bool("discover", false, "print the GPUs found and what would be published, change nothing, exit")
 	output := flag.String("output", "yaml", "--discover output: yaml or json")
 	flag.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the Node to publish on (default $NODE_NAME)")
@@ -54,13 +54,14 @@ func main() {
 	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
 	switch *mode {
-	case "device-plugin":
+	case "device-plugin", "publish":
+		o.PublishOnly = *mode == "publish"
 		err = agent.Run(ctx, cfg, o)
 	case "dra":
 		d.NodeName, d.Resync, d.RecoverAfter = o.NodeName, o.Resync, o.RecoverAfter
 		err = dra.Run(ctx, cfg, d)
 	default:
-		err = fmt.Errorf("--mode %q: want device-plugin or dra", *mode)
+		err = fmt.Errorf("--mode %q: want device-plugin, dra or publish", *mode)
 	}
 	if err != nil {
 		log.Error(err, "agent stopped")

@@ -146,7 +146,7 @@ func TestManifestsHoldTogether(t *testing.T) {
 		}
 	}
 	slices.Sort(kinds)
-	want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "ServiceAccount",
+	want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "DaemonSet", "Namespace", "ServiceAccount",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Fatalf("objects (-want +got):\n%s", diff)
@@ -281,6 +281,35 @@ func TestOwnNodePolicy(t *testing.T) {
 	for name, tc := range tests {
 		if got := eval(rule, tc.user); got != tc.want {
 			t.Errorf("%s: allowed %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// TestPublishDaemonSet: nodes in neither mode (NVIDIA's device plugin serves
+// their GPUs) get the agent in publish mode, which mounts nothing of the
+// kubelet's and runs as no root: it only writes its Node.
+func TestPublishDaemonSet(t *testing.T) {
+	var ds *appsv1.DaemonSet
+	for _, o := range render(t)["DaemonSet"] {
+		if d := o.(*appsv1.DaemonSet); d.Name == "gpuadmit-agent-publish" {
+			ds = d
+		}
+	}
+	if ds == nil {
+		t.Fatal("no gpuadmit-agent-publish DaemonSet")
+	}
+	spec := ds.Spec.Template.Spec
+	if args := spec.Containers[0].Args; !slices.Contains(args, "--mode=publish") {
+		t.Errorf("args %v, want --mode=publish", args)
+	}
+	if len(spec.Volumes) != 0 {
+		t.Errorf("volumes %v, want none", spec.Volumes)
+	}
+	for i, term := range spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if !slices.ContainsFunc(term.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool {
+			return r.Key == "gpuadmit.io/node-mode" && r.Operator == corev1.NodeSelectorOpDoesNotExist
+		}) {
+			t.Errorf("node selector term %d does not keep the agent off nodes in a gpuadmit mode", i)
 		}
 	}
 }

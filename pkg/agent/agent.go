@@ -74,7 +74,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	logf.FromContext(ctx).Info("Discovered GPUs", "count", len(gpus), "capacity", Accounting(gpus))
 	a.setGPUs(gpus)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return a.server.run(ctx) })
+	if !a.opts.PublishOnly {
+		g.Go(func() error { return a.server.run(ctx) })
+	}
 	g.Go(func() error { return a.health.run(ctx) })
 	g.Go(func() error { return a.publishLoop(ctx) })
 	g.Go(func() error { return a.resyncLoop(ctx) })
@@ -149,6 +151,7 @@ func (a *Agent) publishLoop(ctx context.Context) error {
 		retry = nil
 		gpus := a.GPUs()
 		offer, ok := shareOffer(gpus, a.opts.Resource, a.opts.SharesPerGPU)
+		ok = ok && !a.opts.PublishOnly
 		if err := a.publisher.publish(ctx, gpus, offer, ok); err != nil {
 			logf.FromContext(ctx).Error(err, "Writing the Node; retrying", "after", a.opts.Retry)
 			retry = a.opts.Clock.After(a.opts.Retry)

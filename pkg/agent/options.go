@@ -28,6 +28,10 @@ type Options struct {
 	// NodeName is the Node the agent publishes on (the downward API's
 	// spec.nodeName); required by Run, unused by discovery.
 	NodeName string
+	// PublishOnly serves no device plugin: the agent only writes the GPUs
+	// and the accounting capacity on its Node, for nodes whose GPUs
+	// NVIDIA's device plugin serves (whole GPUs, MIG). False serves shares.
+	PublishOnly bool
 	// Resource is the shared-memory resource; empty means gpuadmit.io/gpu-mem.
 	Resource string
 	// SharesPerGPU is how many devices every GPU that serves shares offers,

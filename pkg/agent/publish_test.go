@@ -166,3 +166,27 @@ func TestPublishShareOffer(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishOnlyServesNoDevices: on a node whose GPUs NVIDIA's device plugin
+// serves, the agent only writes the GPUs and the accounting capacity (which
+// the webhook's GPU pods always request), registers no device plugin and
+// offers no shares.
+func TestPublishOnlyServesNoDevices(t *testing.T) {
+	h := newHarness(t, 2)
+	o := h.options()
+	o.PublishOnly = true
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go New(h.nvml, h.nodes, o).Run(ctx)
+	eventually(t, "the node advertises both GPUs' memory", func() bool {
+		return h.node().Status.Capacity.Name(ResourceMemoryMiB, "DecimalSI").Value() == 2*81559
+	})
+	if _, ok := h.node().Annotations[AnnotationShare]; ok {
+		t.Error("a publish-only agent offers shares")
+	}
+	select {
+	case r := <-h.kubelet.registrations:
+		t.Errorf("a publish-only agent registered %s with the kubelet", r.ResourceName)
+	default:
+	}
+}

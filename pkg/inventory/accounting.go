@@ -49,13 +49,14 @@ func (p *Pool) unitMiB(resource string) int64 {
 	return 0
 }
 
-// advertisesAccounting reports whether every node of the pool advertises the
-// accounting resources; only then may the webhook request them.
-func (p *Pool) advertisesAccounting() bool {
-	for _, n := range p.Nodes {
-		if n.Allocatable[ResourceMemoryMiB] <= 0 || n.Allocatable[ModelResource(p.Model)] <= 0 {
-			return false
+// accountedNodes counts the pool's nodes that advertise the accounting
+// resources (total and the pool's model).
+func (p *Pool) accountedNodes() int {
+	n := 0
+	for _, node := range p.Nodes {
+		if node.Allocatable[ResourceMemoryMiB] > 0 && node.Allocatable[ModelResource(p.Model)] > 0 {
+			n++
 		}
 	}
-	return len(p.Nodes) > 0
+	return n
 }

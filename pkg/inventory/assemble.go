@@ -191,7 +191,7 @@ func (inv *Inventory) finish() {
 		p.NodeCount = len(p.Nodes)
 		p.NodeSelector = inv.selector(p)
 		p.ModelResource = ModelResource(p.Model)
-		p.Accounting = p.advertisesAccounting()
+		p.AccountedNodes = p.accountedNodes()
 	}
 }
 

@@ -84,6 +84,12 @@ func taint(key, value string, effect corev1.TaintEffect) corev1.Taint {
 	return corev1.Taint{Key: key, Value: value, Effect: effect}
 }
 
+// acc adds the accounting capacity the example nodes advertise.
+func acc(alloc map[string]int64, model string, mib int64) map[string]int64 {
+	alloc["gpuadmit.io/gpu-memory-mib"], alloc["gpuadmit.io/"+model+"-mib"] = mib, mib
+	return alloc
+}
+
 func TestBuildExampleCluster(t *testing.T) {
 	inv := inventory.Build(exampleNodes(t), allocator.Default())
 	gpuTaint := "nvidia.com/gpu=present:NoSchedule"
@@ -92,12 +98,12 @@ func TestBuildExampleCluster(t *testing.T) {
 			Model: "A100-40GB", Mode: inventory.MIGSingle, Resource: "nvidia.com/gpu", GPUMemoryMiB: 40960,
 			Profiles:     []string{"1g.5gb 4864 nvidia.com/gpu"},
 			NodeSelector: map[string]string{inventory.LabelProduct: "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", inventory.LabelMIGStrategy: "single"},
-			Taints:       []string{gpuTaint}, Allocatable: map[string]int64{"nvidia.com/gpu": 56}, Nodes: []string{"a100-single-0"},
+			Taints:       []string{gpuTaint}, Allocatable: acc(map[string]int64{"nvidia.com/gpu": 56}, "a100-40gb", 272384), Nodes: []string{"a100-single-0"},
 		},
 		"a100-80gb-whole": {
 			Model: "A100-80GB", Mode: inventory.Whole, Resource: "nvidia.com/gpu", GPUMemoryMiB: 81920,
 			NodeSelector: map[string]string{inventory.LabelProduct: "NVIDIA-A100-SXM4-80GB"},
-			Taints:       []string{gpuTaint}, Allocatable: map[string]int64{"nvidia.com/gpu": 8}, Nodes: []string{"a100-80g-0"},
+			Taints:       []string{gpuTaint}, Allocatable: acc(map[string]int64{"nvidia.com/gpu": 8}, "a100-80gb", 655360), Nodes: []string{"a100-80g-0"},
 		},
 		"h100-inference": {
 			Model: "H100-80GB", Mode: inventory.MIGMixed, GPUMemoryMiB: 81559,
@@ -107,9 +113,9 @@ func TestBuildExampleCluster(t *testing.T) {
 			},
 			NodeSelector: map[string]string{inventory.LabelPool: "h100-inference"},
 			Taints:       []string{"dedicated=inference:NoSchedule", gpuTaint},
-			Allocatable: map[string]int64{
+			Allocatable: acc(map[string]int64{
 				"nvidia.com/mig-1g.10gb": 42, "nvidia.com/mig-1g.20gb": 8, "nvidia.com/mig-3g.40gb": 8, "nvidia.com/mig-7g.80gb": 2,
-			},
+			}, "h100-80gb", 624640+441344),
 			Nodes: []string{"h100-mig-0", "h100-mig-1"},
 		},
 		"h200-141gb-mig-mixed": {
@@ -120,15 +126,15 @@ func TestBuildExampleCluster(t *testing.T) {
 			},
 			NodeSelector: map[string]string{inventory.LabelProduct: "NVIDIA-H200", inventory.LabelMIGStrategy: "mixed"},
 			Taints:       []string{gpuTaint},
-			Allocatable: map[string]int64{
+			Allocatable: acc(map[string]int64{
 				"nvidia.com/mig-1g.18gb": 28, "nvidia.com/mig-2g.35gb": 6, "nvidia.com/mig-3g.71gb": 4, "nvidia.com/mig-7g.141gb": 1,
-			},
+			}, "h200-141gb", 1087488),
 			Nodes: []string{"h200-mig-0"},
 		},
 		"t4-shared": {
-			Model: "T4", Mode: inventory.Shared, Resource: "gpuadmit.io/gpu-mem", GPUMemoryMiB: 15360, UnitsPerGPU: 15,
+			Model: "T4", Mode: inventory.Shared, Resource: "gpuadmit.io/gpu-mem", GPUMemoryMiB: 15360, UnitsPerGPU: 4,
 			NodeSelector: map[string]string{inventory.LabelProduct: "Tesla-T4"},
-			Allocatable:  map[string]int64{"gpuadmit.io/gpu-mem": 60}, Nodes: []string{"t4-shared-0"},
+			Allocatable:  acc(map[string]int64{"gpuadmit.io/gpu-mem": 16}, "t4", 61440), Nodes: []string{"t4-shared-0"},
 		},
 	}
 	if diff := cmp.Diff(want, view(inv)); diff != "" {
@@ -137,8 +143,8 @@ func TestBuildExampleCluster(t *testing.T) {
 	if diff := cmp.Diff([]string(nil), inv.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if p, _ := inv.Pool("t4-shared"); p.ShareUnitMiB != 1024 {
-		t.Errorf("t4-shared ShareUnitMiB = %d, want 1024", p.ShareUnitMiB)
+	if p, _ := inv.Pool("t4-shared"); p.ShareUnitMiB != 3840 {
+		t.Errorf("t4-shared ShareUnitMiB = %d, want 3840 (the agent's offer: a T4 cut in 4)", p.ShareUnitMiB)
 	}
 }
 

@@ -109,9 +109,9 @@ type Pool struct {
 	Nodes []Node `json:"-"`
 	// NodeCount is len(Nodes), for policies.
 	NodeCount int `json:"nodeCount"`
-	// Accounting is true when every node advertises the accounting resources,
-	// so the webhook adds them to the pool's pods (DESIGN.md, "Quotas").
-	Accounting bool `json:"accounting"`
+	// AccountedNodes counts the nodes that advertise the accounting
+	// resources; only those take GPU pods, which always request them.
+	AccountedNodes int `json:"accountedNodes"`
 	// ModelResource is the pool's per-model accounting resource.
 	ModelResource string `json:"modelResource"`
 	// ExcludeNamed is true for a pool derived from product labels whose

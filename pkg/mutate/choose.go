@@ -83,9 +83,21 @@ func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory
 	}
 	demand := podDemand(pod, assigns, pool)
 	if !inventory.FitsOn(nodes, demand) {
-		return nil, fmt.Sprintf("no node of its %d the pod may run on has %s in allocatable", len(nodes), formatDemand(demand))
+		return nil, noFitReason(nodes, demand)
 	}
 	return assigns, ""
+}
+
+// noFitReason says why no node fits, naming a missing accounting capacity,
+// which only gpuadmit's agent (or `gpuadmit capacity`) puts on a node.
+func noFitReason(nodes []inventory.Node, demand map[string]int64) string {
+	for _, n := range nodes {
+		if n.Allocatable[inventory.ResourceMemoryMiB] > 0 {
+			return fmt.Sprintf("no node of its %d the pod may run on has %s in allocatable", len(nodes), formatDemand(demand))
+		}
+	}
+	return fmt.Sprintf("none of its %d nodes the pod may run on advertises %s (every GPU pod requests it, so that "+
+		"quotas count it; gpuadmit's agent advertises it)", len(nodes), inventory.ResourceMemoryMiB)
 }
 
 // eligibleNodes are the pool's nodes the pod's own constraints allow: its

@@ -17,7 +17,9 @@ import (
 
 // draMutator decides on one DRA node of two shareable H100s (1 GiB steps).
 func draMutator() *Mutator {
-	n := gpuNode("dra-0", "NVIDIA-H100-80GB-HBM3", map[string]string{allocator.LabelNodeMode: allocator.NodeModeDRA}, nil)
+	// The DRA agent advertises its GPUs' memory as accounting capacity.
+	n := gpuNode("dra-0", "NVIDIA-H100-80GB-HBM3", map[string]string{allocator.LabelNodeMode: allocator.NodeModeDRA},
+		map[string]int64{"gpuadmit.io/gpu-memory-mib": 2 * 81559, "gpuadmit.io/h100-80gb-mib": 2 * 81559})
 	gpu := func(name string) resourceapi.Device {
 		gib := resource.MustParse("1Gi")
 		return resourceapi.Device{Name: name, AllowMultipleAllocations: ptr.To(true),

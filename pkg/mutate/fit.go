@@ -28,17 +28,14 @@ type assignment struct {
 	claimMiB int64
 }
 
-// resources are what the container requests on pool: the GPU resource and,
-// where the pool's nodes advertise them, the accounting resources with the
-// real MiB given, for ResourceQuota.
+// resources are what the container requests on pool: the GPU resource and
+// the accounting resources with the real MiB given, for ResourceQuota.
+// Accounting is never left out: a pod without it would escape every MiB
+// quota, so nodes that do not advertise it take no GPU pod (choose.go).
 func (a assignment) resources(pool *inventory.Pool) map[string]int64 {
-	out := map[string]int64{}
+	out := map[string]int64{inventory.ResourceMemoryMiB: a.givenMiB, pool.ModelResource: a.givenMiB}
 	if a.resource != "" {
 		out[a.resource] = a.quantity
-	}
-	if pool.Accounting {
-		out[inventory.ResourceMemoryMiB] = a.givenMiB
-		out[pool.ModelResource] = a.givenMiB
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package mutate
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,17 @@ func gpuNode(name, product string, labels map[string]string, alloc map[string]in
 	}
 }
 
+// mutator decides on nodes that advertise their accounting capacity, as
+// gpuadmit's agent makes them do.
 func mutator(nodes ...corev1.Node) *Mutator {
+	for i := range nodes {
+		nodes[i] = advertising(nodes[i])
+	}
+	return mutatorAsIs(nodes...)
+}
+
+// mutatorAsIs decides on nodes as they are.
+func mutatorAsIs(nodes ...corev1.Node) *Mutator {
 	return NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{})
 }
 
@@ -100,7 +111,21 @@ func mustMutate(t *testing.T, m *Mutator, p *corev1.Pod) Result {
 }
 
 // gpuResources is a container's GPU limits as strings, to compare.
+// gpuResources are the container's resources but the accounting ones,
+// which every GPU container carries (accountingResources has them).
 func gpuResources(c corev1.Container) map[string]string {
+	out := accountingResources(c)
+	for k := range out {
+		if inventory.IsAccountingResource(strings.TrimPrefix(k, "requests:")) {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// accountingResources are all of the container's resources, limits and
+// the requests that differ from them.
+func accountingResources(c corev1.Container) map[string]string {
 	out := map[string]string{}
 	for k, q := range c.Resources.Limits {
 		out[string(k)] = q.String()

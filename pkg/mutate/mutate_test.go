@@ -17,17 +17,19 @@ func migNode(name, product string, alloc map[string]int64) corev1.Node {
 	return gpuNode(name, product, map[string]string{inventory.LabelMIGStrategy: "mixed"}, alloc)
 }
 
+// The test nodes advertise their accounting capacity, as gpuadmit's agent
+// makes GPU nodes do (TestAccountingFailsClosed covers nodes that do not).
 var (
-	a100Mixed = migNode("a100", "NVIDIA-A100-SXM4-40GB", map[string]int64{
-		"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-1g.10gb": 4, "nvidia.com/mig-2g.10gb": 3, "nvidia.com/mig-3g.20gb": 2, "nvidia.com/mig-7g.40gb": 1})
-	h100Mixed = migNode("h100", "NVIDIA-H100-80GB-HBM3", map[string]int64{
-		"nvidia.com/mig-1g.10gb": 7, "nvidia.com/mig-1g.10gb.me": 1, "nvidia.com/mig-1g.20gb": 4, "nvidia.com/mig-3g.40gb": 2, "nvidia.com/mig-7g.80gb": 1})
-	h200Mixed = migNode("h200", "NVIDIA-H200", map[string]int64{
-		"nvidia.com/mig-1g.18gb": 7, "nvidia.com/mig-1g.35gb": 4, "nvidia.com/mig-3g.71gb": 2})
-	a100Single       = gpuNode("a100s", "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb", map[string]string{inventory.LabelMIGStrategy: "single"}, map[string]int64{"nvidia.com/gpu": 16})
-	t4Shared         = gpuNode("t4", "Tesla-T4", map[string]string{inventory.LabelMemory: "15360", inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 15})
-	h100LegacyShared = gpuNode("h100sh", "NVIDIA-H100-80GB-HBM3", map[string]string{inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 79})
-	a100Whole        = gpuNode("a100w", "NVIDIA-A100-SXM4-80GB", map[string]string{inventory.LabelCount: "8"}, map[string]int64{"nvidia.com/gpu": 8})
+	a100Mixed = advertising(migNode("a100", "NVIDIA-A100-SXM4-40GB", map[string]int64{
+		"nvidia.com/mig-1g.5gb": 7, "nvidia.com/mig-1g.10gb": 4, "nvidia.com/mig-2g.10gb": 3, "nvidia.com/mig-3g.20gb": 2, "nvidia.com/mig-7g.40gb": 1}))
+	h100Mixed = advertising(migNode("h100", "NVIDIA-H100-80GB-HBM3", map[string]int64{
+		"nvidia.com/mig-1g.10gb": 7, "nvidia.com/mig-1g.10gb.me": 1, "nvidia.com/mig-1g.20gb": 4, "nvidia.com/mig-3g.40gb": 2, "nvidia.com/mig-7g.80gb": 1}))
+	h200Mixed = advertising(migNode("h200", "NVIDIA-H200", map[string]int64{
+		"nvidia.com/mig-1g.18gb": 7, "nvidia.com/mig-1g.35gb": 4, "nvidia.com/mig-3g.71gb": 2}))
+	a100Single       = advertising(gpuNode("a100s", "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb", map[string]string{inventory.LabelMIGStrategy: "single"}, map[string]int64{"nvidia.com/gpu": 16}))
+	t4Shared         = advertising(gpuNode("t4", "Tesla-T4", map[string]string{inventory.LabelMemory: "15360", inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 15}))
+	h100LegacyShared = advertising(gpuNode("h100sh", "NVIDIA-H100-80GB-HBM3", map[string]string{inventory.LabelCount: "1"}, map[string]int64{"gpuadmit.io/gpu-mem": 79}))
+	a100Whole        = advertising(gpuNode("a100w", "NVIDIA-A100-SXM4-80GB", map[string]string{inventory.LabelCount: "8"}, map[string]int64{"nvidia.com/gpu": 8}))
 )
 
 // TestRealSizes: sizes come from the real MiB, not the name, and the

@@ -24,9 +24,9 @@ const memHard = "requests." + inventory.ResourceMemoryMiB
 var quotaDecls = `gpuadmit:
   quotas:
   - {namespaces: [quota-peer], gpuMemory: 9728Mi}
-  - {namespaces: [quota-init], gpuMemory: 4Gi}
+  - {namespaces: [quota-init], gpuMemory: 7680Mi}
   - {namespaces: [quota-mig], gpuMemory: 16Gi, models: {H100-80GB: 9984Mi}}
-  - {namespaces: [quota-race], gpuMemory: 37Gi}
+  - {namespaces: [quota-race], gpuMemory: 142080Mi}
   - {namespaces: [quota-mix], gpuMemory: 200000Mi}
   - {namespaces: [quota-edit], gpuMemory: %s}
   - {namespaces: [quota-dra], gpuMemory: 40Gi}
@@ -106,20 +106,22 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 		}
 	})
 	t.Run("init containers count as Kubernetes counts them", func(t *testing.T) {
-		quotaReady(t, ctx, "quota-init", 4096)
+		quotaReady(t, ctx, "quota-init", 7680)
 		p := gpuPod("quota-init", "init", map[string]string{"nvidia.com/gpumem": "1000"})
 		p.Spec.Containers = append(p.Spec.Containers, *p.Spec.Containers[0].DeepCopy())
 		p.Spec.Containers[1].Name = "second"
 		p.Spec.InitContainers = []corev1.Container{*p.Spec.Containers[0].DeepCopy()}
 		p.Spec.InitContainers[0].Name = "prepare"
-		p.Spec.InitContainers[0].Resources.Limits["nvidia.com/gpumem"] = mustQuantity("4000")
+		p.Spec.InitContainers[0].Resources.Limits["nvidia.com/gpumem"] = mustQuantity("3000")
 		p.Annotations = map[string]string{"gpuadmit.io/backend": "shared"}
-		// init 4000 MiB → 4 GiB share (4096); apps 2 × 1 GiB: the pod holds max(2048, 4096).
+		// Each container takes one 3840 MiB share of a T4: the init container
+		// one, the two app containers two; the pod holds max(3840, 7680),
+		// not the sum 11520.
 		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatalf("init 4000 MiB + 2 × 1000 MiB against 4096 MiB: %v", err)
+			t.Fatalf("init 3000 MiB + 2 × 1000 MiB against 7680 MiB: %v", err)
 		}
-		if u := usedMiB(t, ctx, "quota-init"); u != 4096 {
-			t.Errorf("used %d MiB, want 4096", u)
+		if u := usedMiB(t, ctx, "quota-init"); u != 7680 {
+			t.Errorf("used %d MiB, want 7680", u)
 		}
 	})
 	t.Run("MIG slices count at their real size", func(t *testing.T) {
@@ -136,7 +138,7 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 		}
 	})
 	t.Run("100 concurrent creates, room for exactly 37", func(t *testing.T) {
-		quotaReady(t, ctx, "quota-race", 37*1024)
+		quotaReady(t, ctx, "quota-race", 37*3840) // 37 T4 shares of 3840 MiB
 		admitted := createConcurrently(t, ctx, "quota-race", 100, func(i int) map[string]string {
 			return map[string]string{"gpuadmit.io/gpu-mem": "1"}
 		})
@@ -151,7 +153,7 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 		sizes := []map[string]string{{"nvidia.com/gpu": "1"}, {"nvidia.com/mig-1g.10gb": "1"}, {"gpuadmit.io/gpu-mem": "2"}}
 		createConcurrently(t, ctx, "quota-mix", 60, func(i int) map[string]string { return sizes[i%3] })
 		used := usedMiB(t, ctx, "quota-mix")
-		if used > 200000 || 200000-used >= 2048 {
+		if used > 200000 || 200000-used >= 3840 { // the smallest pod holds one 3840 MiB share
 			t.Errorf("used %d MiB of 200000: over the quota, or a pod was refused that fitted", used)
 		}
 	})

@@ -123,7 +123,7 @@ rank(backend, p) := p.gpuMemoryMiB if backend != "mig"
 
 # fit sizes the request on a pool: the smallest MIG slice that covers it, a
 # memory share in whole units of one GPU, or whole GPUs.
-fit("mig", p) := {"pool": p, "backend": "mig", "resource": pr.resource, "quantity": gpu.ask.count, "profile": pr.name} if {
+fit("mig", p) := {"pool": p, "backend": "mig", "resource": pr.resource, "quantity": gpu.ask.count, "profile": pr.name, "mib": pr.memoryMiB * gpu.ask.count} if {
 	gpu.ask.form == "memory"
 	fitting := sort([[pr.memoryMiB, pr.computeSlices, pr.memorySlices, pr.name] |
 		some pr in p.profiles
@@ -133,14 +133,14 @@ fit("mig", p) := {"pool": p, "backend": "mig", "resource": pr.resource, "quantit
 	pr.name == fitting[0][3]
 }
 
-fit("shared", p) := {"pool": p, "backend": "shared", "resource": p.resource, "quantity": share, "profile": ""} if {
+fit("shared", p) := {"pool": p, "backend": "shared", "resource": p.resource, "quantity": share, "profile": "", "mib": share * p.shareUnitMiB} if {
 	gpu.ask.form == "memory"
 	gpu.ask.count == 1
 	share := ceil(gpu.ask.memoryMiB / p.shareUnitMiB)
 	share <= floor(p.gpuMemoryMiB / p.shareUnitMiB)
 }
 
-fit("whole", p) := {"pool": p, "backend": "whole", "resource": p.resource, "quantity": gpu.ask.count, "profile": ""} if {
+fit("whole", p) := {"pool": p, "backend": "whole", "resource": p.resource, "quantity": gpu.ask.count, "profile": "", "mib": p.gpuMemoryMiB * gpu.ask.count} if {
 	p.gpuMemoryMiB >= gpu.ask.memoryMiB
 	gpu.ask.count <= p.gpusPerNode
 }
@@ -163,9 +163,15 @@ tolerations := [t |
 	not t in object.get(pod.spec, "tolerations", [])
 ]
 
+# The GPU resource, and the accounting resources gpuadmit always adds (real
+# MiB given, in total and per model) so that ResourceQuota counts them.
 gpu_resources(list) := object.union(
 	{k: v | some k, v in list; not gpu_key(k)},
-	{choice.resource: format_int(choice.quantity, 10)},
+	{
+		choice.resource: format_int(choice.quantity, 10),
+		"gpuadmit.io/gpu-memory-mib": format_int(choice.mib, 10),
+		choice.pool.modelResource: format_int(choice.mib, 10),
+	},
 )
 
 given := sprintf("%s=%d (MIG %s)", [choice.resource, choice.quantity, choice.profile]) if choice.profile != ""
