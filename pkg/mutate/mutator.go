@@ -113,7 +113,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	d, err := m.eval.Evaluate(ctx, input(req, want, pools))
+	asked := req
+	asked.Pod = m.withoutClusterDefault(ctx, pod)
+	d, err := m.eval.Evaluate(ctx, input(asked, want, pools))
 	if err != nil {
 		return Result{}, err
 	}
