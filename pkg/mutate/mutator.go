@@ -77,6 +77,9 @@ type Result struct {
 	Explanation string
 	// Revision is the policy revision that decided; empty when no policy ran.
 	Revision string
+	// PassedOver says, pool by pool, why the policy's preferred pools were
+	// not taken (a fallback); empty when the first preference was.
+	PassedOver []string
 }
 
 // Mutate decides for one pod. A denial is a Result with Allowed false; an

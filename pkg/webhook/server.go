@@ -197,9 +197,9 @@ func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, l
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}})
-	ho := mutate.HandlerOptions{Quotas: quotas{mgr.GetCache()}}
-	if !opts.NoPodEvents {
-		ho.Recorder = recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}
+	ho := mutate.HandlerOptions{
+		Quotas:   quotas{mgr.GetCache()},
+		Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook"), admitted: opts.PodEvents},
 	}
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme, ho)
 	srv := mgr.GetWebhookServer()

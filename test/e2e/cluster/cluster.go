@@ -38,8 +38,9 @@ type Options struct {
 	// kwok), e.g. for an admission benchmark where pods need not schedule and
 	// kwok's node heartbeats would only add load; nil starts them all.
 	Skip []string
-	// NoPodEvents is the webhook's option of that name; false records Events.
-	NoPodEvents bool
+	// PodEvents is the webhook's option of that name; false (its default)
+	// records Events for denials, warnings and fallbacks only.
+	PodEvents bool
 }
 
 // Cluster is a running control plane.
@@ -140,7 +141,7 @@ func (c *Cluster) startComponents() error {
 	}{
 		{"kube-scheduler", auth},
 		{"kube-controller-manager", append(auth,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller",
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2", "--resource-quota-sync-period=5s")},
@@ -228,7 +229,7 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 		Policies: c.opts.Policies, PolicyInterval: time.Second,
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
-		NoPodEvents: c.opts.NoPodEvents,
+		PodEvents: c.opts.PodEvents,
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &inProcess{cancel: cancel, done: make(chan error, 1), probe: probe, log: logf}
