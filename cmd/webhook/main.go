@@ -24,7 +24,6 @@ func main() {
 	flag.IntVar(&o.Port, "port", 9443, "webhook port")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
-	flag.StringVar(&o.Self, "gpuadmit-username", "", "the user (gpuadmit's service account) that may change gpuadmit's record on pod UPDATE")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the quota reconciler on one replica only, elected with a Lease")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
 	flag.BoolVar(&o.PodEvents, "pod-events", false, "also record a GPUAdmitted Event for every pod gpuadmit admits (denials, warnings and fallbacks always get one); each is one more API write per pod create")

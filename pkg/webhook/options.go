@@ -20,8 +20,6 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; empty means ":8081".
 	ProbeAddr string
-	// Self is the user (gpuadmit's service account) allowed to change gpuadmit's record on UPDATE.
-	Self string
 	// PodName and PodNamespace name this replica, for Events about policy loads; empty records none.
 	PodName, PodNamespace string
 	// PodEvents also records a GPUAdmitted Event for every pod gpuadmit

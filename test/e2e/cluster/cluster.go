@@ -28,7 +28,8 @@ type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
 	// kwok, kwok-stages/ and cert-manager-crds/, as hack/e2e-binaries.sh leaves them.
 	BinDir string
-	// Root is the repository root; deploy/base's webhook configurations are installed.
+	// Root is the repository root; deploy/base's webhook configuration and
+	// the ValidatingAdmissionPolicy that guards gpuadmit's record are installed.
 	Root string
 	// Policies is the webhook's --policies; empty means the embedded set.
 	Policies string
@@ -84,6 +85,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.grantWebhook(ctx); err != nil {
 		return c, fmt.Errorf("step webhook rbac: %w", err)
 	}
+	if err := c.waitRecordPolicy(ctx, 30*time.Second); err != nil {
+		return c, fmt.Errorf("step record policy: %w", err)
+	}
 	if err := c.StartWebhook(ctx); err != nil {
 		return c, fmt.Errorf("step webhook: %w", err)
 	}
@@ -98,7 +102,6 @@ func (c *Cluster) startAPIServer() error {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{
 				filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml"),
-				filepath.Join(c.opts.Root, "deploy/base/validatingwebhookconfiguration.yaml"),
 			},
 		},
 	}
@@ -192,9 +195,10 @@ func (c *Cluster) Tail(component string, lines int) string {
 // in deploy/base, so that a grant missing from deploy/base/rbac.yaml fails here.
 const webhookUser = "system:serviceaccount:gpuadmit-system:gpuadmit"
 
-// grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC.
+// grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC, and
+// the policy that guards gpuadmit's record (it runs in the API server).
 func (c *Cluster) grantWebhook(ctx context.Context) error {
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "recordpolicy.yaml"} {
 		if err := c.Apply(ctx, filepath.Join(c.opts.Root, "deploy/base", f)); err != nil {
 			return err
 		}
