@@ -29,12 +29,8 @@ type caSettings struct {
 func caOf(t *testing.T, objs objects) caSettings {
 	t.Helper()
 	m := get[*admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration", "", "gpuadmit")
-	v := get[*admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration", "", "gpuadmit")
-	s := caSettings{annotations: []map[string]string{m.Annotations, v.Annotations}}
+	s := caSettings{annotations: []map[string]string{m.Annotations}}
 	for _, w := range m.Webhooks {
-		s.bundles = append(s.bundles, w.ClientConfig.CABundle)
-	}
-	for _, w := range v.Webhooks {
 		s.bundles = append(s.bundles, w.ClientConfig.CABundle)
 	}
 	return s

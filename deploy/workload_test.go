@@ -211,7 +211,6 @@ func checkArgs(t *testing.T, args []string, policiesArg string) {
 	t.Helper()
 	for _, want := range []string{
 		"--cert-dir=/tls", "--port=9443", "--health-probe-bind-address=:8081", "--metrics-bind-address=:8080",
-		"--gpuadmit-username=system:serviceaccount:" + namespace + ":" + serviceAccount,
 	} {
 		if !slices.Contains(args, want) {
 			t.Errorf("webhook args %q lack %s", args, want)

@@ -40,9 +40,10 @@ type Options struct {
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.
 	LogDir string
-	// NoPodEvents runs gpuadmit without its per-pod Events (the webhook's
-	// --pod-events=false); false runs it as deployed, recording them.
-	NoPodEvents bool
+	// PodEvents runs gpuadmit with a GPUAdmitted Event per admitted pod (the
+	// webhook's --pod-events); false runs it as deployed by default, with
+	// Events for denials, warnings and fallbacks only.
+	PodEvents bool
 	// ProfileDir, when set, receives a CPU profile of this process (the
 	// clients, gpuadmit's and the no-op webhook) for every measured round,
 	// cpu-<config>-<level>-r<round>.pprof; empty profiles nothing.

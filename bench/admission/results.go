@@ -53,7 +53,7 @@ type Settings struct {
 	Nodes        int      `json:"nodes"`
 	Configs      []string `json:"configs"`
 	PodShapes    int      `json:"podShapes"`
-	PodEvents    bool     `json:"podEvents"` // gpuadmit recorded an Event per pod (its default)
+	PodEvents    bool     `json:"podEvents"` // gpuadmit recorded a GPUAdmitted Event per admitted pod (--pod-events)
 	Sequence     []string `json:"sequence"`  // "level/round/config", in the order they ran
 }
 

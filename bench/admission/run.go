@@ -45,7 +45,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(), Versions: versions(opts), Settings: Settings{
 		Levels: opts.Levels, PodsPerLevel: opts.Pods / opts.Rounds * opts.Rounds, Rounds: opts.Rounds,
-		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: len(shapes), PodEvents: !opts.NoPodEvents,
+		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: len(shapes), PodEvents: opts.PodEvents,
 	}}
 	logDir, cleanup, err := logDirOf(opts.LogDir)
 	if err != nil {
@@ -82,7 +82,7 @@ func (b *bench) progress(format string, args ...any) {
 func (b *bench) start(ctx context.Context, logDir string) error {
 	b.progress("starting the control plane (logs in %s)", logDir)
 	cl, err := cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
-		Skip: []string{"kube-scheduler", "kwok"}, NoPodEvents: b.opts.NoPodEvents})
+		Skip: []string{"kube-scheduler", "kwok"}, PodEvents: b.opts.PodEvents})
 	if err != nil {
 		return err
 	}

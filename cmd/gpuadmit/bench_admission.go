@@ -9,7 +9,6 @@ import (
 func benchAdmissionCmd() *cobra.Command {
 	var o admission.Options
 	var out string
-	var podEvents bool
 	cmd := &cobra.Command{
 		Use:   "admission [--levels 10,50,200] [--pods N] [--nodes 1000] [--out DIR]",
 		Short: "Measure pod Create latency with no webhook, a no-op webhook, gpuadmit and OPA on a real control plane",
@@ -21,7 +20,6 @@ func benchAdmissionCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Progress = cmd.ErrOrStderr()
-			o.NoPodEvents = !podEvents
 			rep, err := admission.Run(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -44,7 +42,7 @@ func benchAdmissionCmd() *cobra.Command {
 	f.StringVar(&out, "out", "", "directory for results.json and latency.png")
 	f.StringVar(&o.OPA, "opa", "", "opa binary (default: .bin/tools/opa from hack/tools.sh, else $PATH)")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
-	f.BoolVar(&podEvents, "pod-events", true, "run gpuadmit with its per-pod Events (the webhook's default); false measures it without")
+	f.BoolVar(&o.PodEvents, "pod-events", false, "run gpuadmit with a GPUAdmitted Event per admitted pod (the webhook's --pod-events, off by default)")
 	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of this process for every measured round here")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
 	return cmd

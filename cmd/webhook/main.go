@@ -24,16 +24,14 @@ func main() {
 	flag.IntVar(&o.Port, "port", 9443, "webhook port")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
-	flag.StringVar(&o.Self, "gpuadmit-username", "", "the user (gpuadmit's service account) that may change gpuadmit's record on pod UPDATE")
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the quota reconciler on one replica only, elected with a Lease")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
-	podEvents := flag.Bool("pod-events", true, "record an Event (GPUAdmitted, GPUDenied) on every pod gpuadmit decides; each is one more API write per pod create")
+	flag.BoolVar(&o.PodEvents, "pod-events", false, "also record a GPUAdmitted Event for every pod gpuadmit admits (denials, warnings and fallbacks always get one); each is one more API write per pod create")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	config.RegisterFlags(flag.CommandLine)
 	flag.Parse()
 	o.PodName, o.PodNamespace = os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
-	o.NoPodEvents = !*podEvents
 
 	log := zap.New(zap.UseFlagOptions(&zopts))
 	ctrl.SetLogger(log)

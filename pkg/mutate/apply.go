@@ -44,6 +44,7 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 		Warnings:    d.Warnings,
 		Explanation: explain(pod, want, d, ch),
 		Revision:    d.Revision,
+		PassedOver:  ch.skipped,
 	}, nil
 }
 

@@ -16,7 +16,7 @@ const (
 var (
 	reviews = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gpuadmit_webhook_reviews_total",
-		Help: "Admission reviews by webhook (mutate, validate) and outcome (allowed, mutated, denied, errored).",
+		Help: "Admission reviews by webhook (mutate) and outcome (allowed, mutated, denied, errored).",
 	}, []string{"webhook", "outcome"})
 	reviewDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gpuadmit_webhook_review_duration_seconds",

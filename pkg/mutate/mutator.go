@@ -77,6 +77,9 @@ type Result struct {
 	Explanation string
 	// Revision is the policy revision that decided; empty when no policy ran.
 	Revision string
+	// PassedOver says, pool by pool, why the policy's preferred pools were
+	// not taken (a fallback); empty when the first preference was.
+	PassedOver []string
 }
 
 // Mutate decides for one pod. A denial is a Result with Allowed false; an
@@ -118,7 +121,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	d, err := m.eval.Evaluate(ctx, input(req, want, pools))
+	asked := req
+	asked.Pod = m.withoutClusterDefault(ctx, pod)
+	d, err := m.eval.Evaluate(ctx, input(asked, want, pools))
 	if err != nil {
 		return Result{}, err
 	}

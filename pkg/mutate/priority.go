@@ -23,6 +23,12 @@ type MutatorOptions struct {
 	// server does not call gpuadmit a second time (reinvocationPolicy
 	// IfNeeded). Nil (the offline CLI) leaves both unset for the plugin to
 	// fill, which costs that second call.
+	//
+	// It also tells the cluster's global default class (globalDefault: true)
+	// from a class the pod's author chose: the Priority plugin writes the
+	// default into every pod that names none before any webhook runs, so the
+	// policy sees it as unset (see withoutClusterDefault). With nil, a pod
+	// carrying the default is taken as its author's choice.
 	PriorityClasses PriorityClassGetter
 }
 
@@ -46,4 +52,30 @@ func (m *Mutator) resolvePriority(ctx context.Context, pod *corev1.Pod) {
 		policy = *pc.PreemptionPolicy
 	}
 	pod.Spec.Priority, pod.Spec.PreemptionPolicy = &value, &policy
+}
+
+// withoutClusterDefault returns the pod as the policy should see it: when
+// spec.priorityClassName names the cluster's global default class, the API
+// server's Priority plugin most likely put it there (it fills the default
+// into every pod that names no class, before mutating webhooks run), so the
+// name, spec.priority and spec.preemptionPolicy are cleared and a class the
+// policy maps replaces them instead of conflicting with them.
+//
+// A pod whose author wrote the default class's name explicitly looks exactly
+// the same by then; it is treated the same way, as asking for no particular
+// class, so a gpuadmit class on such a pod wins. The arriving pod is not
+// changed; when the policy sets no class, the default stays.
+func (m *Mutator) withoutClusterDefault(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	name := pod.Spec.PriorityClassName
+	if m.opts.PriorityClasses == nil || name == "" {
+		return pod
+	}
+	pc, found, err := m.opts.PriorityClasses.PriorityClass(ctx, name)
+	if err != nil || !found || !pc.GlobalDefault {
+		return pod
+	}
+	logf.FromContext(ctx).V(2).Info("the cluster's default PriorityClass counts as unset", "priorityClass", name)
+	out := *pod // the policy only reads it; a shallow copy is enough
+	out.Spec.PriorityClassName, out.Spec.Priority, out.Spec.PreemptionPolicy = "", nil, nil
+	return &out
 }

@@ -28,6 +28,14 @@ func (c classes) PriorityClass(_ context.Context, name string) (*schedulingv1.Pr
 	return &pc, ok, nil
 }
 
+// clusterDefault is a class with globalDefault: the API server's Priority
+// plugin writes it into every pod that names no class.
+func clusterDefault(name string, value int32) schedulingv1.PriorityClass {
+	pc := priorityClass(name, value, nil)
+	pc.GlobalDefault = true
+	return pc
+}
+
 func priorityClass(name string, value int32, policy *corev1.PreemptionPolicy) schedulingv1.PriorityClass {
 	return schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, PreemptionPolicy: policy}
 }
@@ -44,6 +52,8 @@ func TestPriorityResolvedFromClass(t *testing.T) {
 	known := map[string]schedulingv1.PriorityClass{
 		"gpuadmit-batch":    priorityClass("gpuadmit-batch", 100, &never),
 		"gpuadmit-training": priorityClass("gpuadmit-training", 1000, nil),
+		"cluster-default":   clusterDefault("cluster-default", 5),
+		"team-choice":       priorityClass("team-choice", 7, nil),
 	}
 	i100, i1000, zero := int32(100), int32(1000), int32(0)
 	tests := map[string]struct {
@@ -51,6 +61,7 @@ func TestPriorityResolvedFromClass(t *testing.T) {
 		ownName string // the pod's own priorityClassName, filled by the Priority plugin with zero
 		getter  PriorityClassGetter
 		want    priorityFields
+		denied  bool // the policy refuses the pod's own class as a conflict
 	}{
 		"the class's value and policy": {
 			class: "batch", getter: classes{set: known},
@@ -72,6 +83,18 @@ func TestPriorityResolvedFromClass(t *testing.T) {
 			class: "batch",
 			want:  priorityFields{"gpuadmit-batch", nil, nil},
 		},
+		"the cluster's global default counts as unset": {
+			class: "training", ownName: "cluster-default", getter: classes{set: known},
+			want: priorityFields{"gpuadmit-training", &i1000, &lower},
+		},
+		"the global default stays on a pod the policy gives no class": {
+			ownName: "cluster-default", getter: classes{set: known},
+			want: priorityFields{"cluster-default", &zero, &never},
+		},
+		"a class the author chose still conflicts": {
+			class: "training", ownName: "team-choice", getter: classes{set: known},
+			want: priorityFields{"team-choice", &zero, &never}, denied: true,
+		},
 		"the pod's own class is kept with its values": {
 			class: "batch", ownName: "gpuadmit-batch", getter: classes{set: known},
 			want: priorityFields{"gpuadmit-batch", &zero, &never},
@@ -80,14 +103,16 @@ func TestPriorityResolvedFromClass(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			p := pod("p", map[string]string{"nvidia.com/gpu": "1"})
-			p.Labels = map[string]string{"gpuadmit.io/class": tt.class}
+			if tt.class != "" {
+				p.Labels = map[string]string{"gpuadmit.io/class": tt.class}
+			}
 			p.Spec.PriorityClassName = tt.ownName
 			p.Spec.Priority, p.Spec.PreemptionPolicy = &zero, &never
 			m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build([]corev1.Node{a100Whole}, allocator.Default())},
 				MutatorOptions{PriorityClasses: tt.getter})
 			res := mustMutate(t, m, p)
 			s := res.Pod.Spec
-			if diff := cmp.Diff(tt.want, priorityFields{s.PriorityClassName, s.Priority, s.PreemptionPolicy}); diff != "" || !res.Allowed {
+			if diff := cmp.Diff(tt.want, priorityFields{s.PriorityClassName, s.Priority, s.PreemptionPolicy}); diff != "" || res.Allowed == tt.denied {
 				t.Errorf("allowed %v, message %q, priority fields (-want +got):\n%s", res.Allowed, res.Message, diff)
 			}
 		})

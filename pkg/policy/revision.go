@@ -55,8 +55,14 @@ func relativeName(src Source, name string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(name, "/"), root), "/")
 }
 
-// gitCommit reads HEAD of a checkout without running git: .git is a
-// directory, or a file "gitdir: …" for worktrees (git-sync's layout).
+// gitCommit reads HEAD of the checkout that holds dir, without running git.
+// dir may be the checkout's root or any directory below it (the git-sync
+// overlay loads /git/current/policies), and may be reached through symlinks:
+// git-sync v4 publishes root/<link> -> .worktrees/<commit>, a linked worktree
+// whose .git file names its git dir relative to where the worktree really is
+// ("gitdir: ../../.git/worktrees/<commit>"), so the search starts from the
+// resolved path. As with `git rev-parse HEAD`, the commit says nothing of
+// uncommitted edits; git-sync's worktrees have none.
 func gitCommit(dir string) (string, bool) {
 	gitDir, ok := findGitDir(dir)
 	if !ok {
@@ -73,7 +79,31 @@ func gitCommit(dir string) (string, bool) {
 	return resolveRef(gitDir, ref)
 }
 
+// findGitDir looks for .git in dir's resolved path and then in each parent.
 func findGitDir(dir string) (string, bool) {
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		d = dir
+	}
+	d, err = filepath.Abs(d)
+	if err != nil {
+		return "", false
+	}
+	for {
+		if gd, ok := gitDirAt(d); ok {
+			return gd, true
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", false
+		}
+		d = parent
+	}
+}
+
+// gitDirAt returns the git dir of a checkout rooted at dir: .git itself, or
+// the directory a .git file ("gitdir: …", a linked worktree) names.
+func gitDirAt(dir string) (string, bool) {
 	p := filepath.Join(dir, ".git")
 	info, err := os.Stat(p)
 	if err != nil {

@@ -30,7 +30,8 @@ const (
 	RevisionLabel = "gpuadmit.io/policy-revision"
 )
 
-// Declarations returns the active policy set's quota declarations and its revision.
+// Declarations returns the active policy set's quota declarations and its
+// revision; an empty revision means no set is active yet.
 type Declarations interface {
 	Quotas() ([]Declaration, string)
 }
@@ -69,8 +70,17 @@ func namespaceOf(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 }
 
-// Reconcile brings one namespace's quota in step.
+// Reconcile brings one namespace's quota in step. Before a policy set is
+// active (no revision: the first load has not finished, or every set so far
+// failed) there are no declarations to read, which is not the same as
+// declarations that govern nothing: it changes nothing, and the revision's
+// arrival resyncs every namespace.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	decls, rev := r.decls.Quotas()
+	if rev == "" {
+		logf.FromContext(ctx).V(2).Info("no active policy set; quota left as it is", "namespace", req.Name)
+		return reconcile.Result{}, nil
+	}
 	ns := &corev1.Namespace{}
 	if err := r.client.Get(ctx, req.NamespacedName, ns); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -78,7 +88,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if ns.DeletionTimestamp != nil {
 		return reconcile.Result{}, nil
 	}
-	decls, rev := r.decls.Quotas()
 	d, governed := For(decls, ns)
 	have := &corev1.ResourceQuota{}
 	err := r.client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: Name}, have)

@@ -2,8 +2,10 @@ package webhook
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
@@ -12,23 +14,61 @@ import (
 // maxNote is the longest note events.k8s.io accepts.
 const maxNote = 1024
 
-// recorder publishes decisions as Events in the pod's namespace, regarding
-// the pod by name (on CREATE it has no UID yet).
-type recorder struct{ ev events.EventRecorder }
+// Reasons of the Events gpuadmit records about admissions.
+const (
+	ReasonDenied   = "GPUDenied"
+	ReasonWarning  = "GPUWarning"
+	ReasonFallback = "GPUFallback"
+	ReasonAdmitted = "GPUAdmitted"
+)
+
+// recorder publishes decisions as Events, as Kyverno does: for denials,
+// warnings and fallbacks, and for plain successes only when admitted is set
+// (the decision annotation already records every decision).
+type recorder struct {
+	ev       events.EventRecorder
+	admitted bool
+}
 
 var _ mutate.Recorder = recorder{}
 
+// Decision records at most one Event for the decision on pod.
 func (r recorder) Decision(pod *corev1.Pod, res mutate.Result) {
-	ref := &corev1.Pod{}
-	ref.Namespace, ref.Name = pod.Namespace, pod.Name
-	if ref.Name == "" {
-		ref.Name = pod.GenerateName
+	typ, reason, note := r.classify(res)
+	if reason == "" {
+		return
 	}
-	typ, reason := corev1.EventTypeNormal, "GPUAdmitted"
-	if !res.Allowed {
-		typ, reason = corev1.EventTypeWarning, "GPUDenied"
+	r.ev.Eventf(regarding(pod), nil, typ, reason, "Admit", "%s", truncate(note))
+}
+
+// classify picks the Event for a result, or no reason for none.
+func (r recorder) classify(res mutate.Result) (typ, reason, note string) {
+	switch {
+	case !res.Allowed:
+		return corev1.EventTypeWarning, ReasonDenied, res.Explanation
+	case len(res.Warnings) > 0:
+		return corev1.EventTypeWarning, ReasonWarning, strings.Join(res.Warnings, "; ") + ". " + res.Explanation
+	case len(res.PassedOver) > 0:
+		return corev1.EventTypeNormal, ReasonFallback, res.Explanation
+	case r.admitted:
+		return corev1.EventTypeNormal, ReasonAdmitted, res.Explanation
 	}
-	r.ev.Eventf(ref, nil, typ, reason, "Admit", "%s", truncate(res.Explanation))
+	return "", "", ""
+}
+
+// regarding is an object that exists for the Event to be about. On CREATE
+// the pod does not exist yet (a controller's pod has not even a name, only
+// generateName), so the Event regards the pod's controller (ownerReferences
+// with controller: true, e.g. its ReplicaSet or Job), where `kubectl
+// describe` of the workload shows it, and otherwise the pod's Namespace.
+// The reference carries the pod's namespace so that the Event is stored
+// there (`kubectl events -n <namespace>`), also when it regards the
+// cluster-scoped Namespace.
+func regarding(pod *corev1.Pod) *corev1.ObjectReference {
+	if o := metav1.GetControllerOfNoCopy(pod); o != nil {
+		return &corev1.ObjectReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, UID: o.UID, Namespace: pod.Namespace}
+	}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: pod.Namespace, Namespace: pod.Namespace}
 }
 
 func truncate(s string) string {

@@ -20,14 +20,14 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; empty means ":8081".
 	ProbeAddr string
-	// Self is the user (gpuadmit's service account) allowed to change gpuadmit's record on UPDATE.
-	Self string
 	// PodName and PodNamespace name this replica, for Events about policy loads; empty records none.
 	PodName, PodNamespace string
-	// NoPodEvents stops the Event (GPUAdmitted, GPUDenied) gpuadmit records
-	// for every pod it decides; false records them. Each is one more write to
-	// the API server and etcd per pod create (docs/benchmarks.md measures it).
-	NoPodEvents bool
+	// PodEvents also records a GPUAdmitted Event for every pod gpuadmit
+	// admits; false (the default, as Kyverno does for its successes) records
+	// Events only for denials, warnings and fallbacks. Each is one more write
+	// to the API server and etcd per pod create (docs/benchmarks.md measures
+	// it), and the decision annotation already records every decision.
+	PodEvents bool
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
 	// LeaderElection makes the quota reconciler run on one replica only (the

@@ -39,11 +39,10 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
-// Paths the webhook serves.
-const (
-	MutatePath   = "/mutate-v1-pod"
-	ValidatePath = "/validate-v1-pod"
-)
+// MutatePath is where the webhook serves. gpuadmit's record is guarded on
+// UPDATE by a ValidatingAdmissionPolicy in the API server
+// (deploy/base/recordpolicy.yaml), not by a webhook.
+const MutatePath = "/mutate-v1-pod"
 
 var certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "gpuadmit_webhook_certificate_expiry_timestamp_seconds",
@@ -197,14 +196,13 @@ func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, l
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}})
-	ho := mutate.HandlerOptions{Quotas: quotas{mgr.GetCache()}}
-	if !opts.NoPodEvents {
-		ho.Recorder = recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook")}
+	ho := mutate.HandlerOptions{
+		Quotas:   quotas{mgr.GetCache()},
+		Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook"), admitted: opts.PodEvents},
 	}
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme, ho)
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
-	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator(opts.Self, scheme), RecoverPanic: ptr.To(true)})
 }
 
 func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {

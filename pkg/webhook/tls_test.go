@@ -55,7 +55,7 @@ func TestCertificateRotationMidTraffic(t *testing.T) {
 	cw.RegisterCallback(observeExpiry)
 	go func() { _ = cw.Start(ctx) }()
 	client := trustingClient(b.CACert)
-	url := serveValidator(t, ctx, cw.GetCertificate, client)
+	url := serveWebhook(t, ctx, cw.GetCertificate, client)
 
 	// Rotate: a new serving certificate under the same CA, valid for a
 	// different time so that the expiry gauge moves.
@@ -137,9 +137,10 @@ func TestObserveExpiry(t *testing.T) {
 	}
 }
 
-// serveValidator serves the validating webhook over TLS with getCert on a
-// free port of 127.0.0.1 until ctx ends, and returns its URL once client gets answers.
-func serveValidator(t *testing.T, ctx context.Context, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), client *http.Client) string {
+// serveWebhook serves the mutating webhook over TLS with getCert on a free
+// port of 127.0.0.1 until ctx ends, and returns its URL once client gets
+// answers (UPDATE reviews, which it allows without deciding anything).
+func serveWebhook(t *testing.T, ctx context.Context, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), client *http.Client) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -151,11 +152,12 @@ func serveValidator(t *testing.T, ctx context.Context, getCert func(*tls.ClientH
 	utilruntime.Must(corev1.AddToScheme(scheme))
 	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = getCert }}})
-	srv.Register(ValidatePath, &admission.Webhook{Handler: mutate.NewValidator("", scheme)})
+	h := mutate.NewHandler(mutate.NewMutator(nil, nil, mutate.MutatorOptions{}), nil, scheme, mutate.HandlerOptions{})
+	srv.Register(MutatePath, &admission.Webhook{Handler: h})
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = srv.Start(ctx) }()
 	t.Cleanup(func() { <-stopped })
-	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, ValidatePath)
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, MutatePath)
 	waitFor(t, "the webhook server to answer", func() bool {
 		_, err := review(client, url)
 		return err == nil

@@ -130,7 +130,8 @@ func waitGone(t *testing.T, ctx context.Context, p *corev1.Pod) {
 	})
 }
 
-// TestForgedDecisionIsDenied on CREATE (mutating webhook) and UPDATE (validating webhook).
+// TestForgedDecisionIsDenied on CREATE (mutating webhook) and UPDATE
+// (deploy/base/recordpolicy.yaml's ValidatingAdmissionPolicy).
 func TestForgedDecisionIsDenied(t *testing.T) {
 	ctx := context.Background()
 	forged := h100Pod("team-a", "forged")
@@ -147,10 +148,44 @@ func TestForgedDecisionIsDenied(t *testing.T) {
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"gpuadmit.io/decision":"main: 8 GPUs"}}}`))
 	err = env.Client.Patch(ctx, real.DeepCopy(), patch)
 	if err == nil || !strings.Contains(err.Error(), "cannot be added, changed or removed") {
-		t.Errorf("UPDATE of the decision: err = %v, want the validating webhook's denial", err)
+		t.Errorf("UPDATE of the decision: err = %v, want the record policy's denial", err)
 	}
 	label := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}}}`))
 	if err := env.Client.Patch(ctx, real.DeepCopy(), label); err != nil {
 		t.Errorf("an unrelated label change was refused: %v", err)
+	}
+}
+
+// TestRecordGuardDuringOutage: with gpuadmit down, a mutated pod's updates
+// still go through (a controller removing its finalizer, a label added),
+// because the record is guarded by a ValidatingAdmissionPolicy in the API
+// server, not by a webhook; editing the record is still refused.
+func TestRecordGuardDuringOutage(t *testing.T) {
+	ctx := context.Background()
+	p := h100Pod("team-a", "outage-update")
+	p.Finalizers = []string{"example.com/keep"}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatalf("step create: %v", err)
+	}
+	defer deleteAll(ctx, "team-a", p)
+	env.StopWebhook()
+	defer func() {
+		if err := env.StartWebhook(ctx); err != nil {
+			t.Errorf("step restart webhook: %v", err)
+		}
+	}()
+	updates := map[string]string{
+		"a label added":       `{"metadata":{"labels":{"team":"a"}}}`,
+		"the finalizer gone":  `{"metadata":{"finalizers":null}}`,
+		"the decision edited": `{"metadata":{"annotations":{"gpuadmit.io/decision":"main: 8 GPUs"}}}`,
+	}
+	for _, name := range []string{"a label added", "the finalizer gone"} {
+		if err := env.Client.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(updates[name]))); err != nil {
+			t.Errorf("%s while gpuadmit is down: %v", name, err)
+		}
+	}
+	err := env.Client.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(updates["the decision edited"])))
+	if err == nil || !strings.Contains(err.Error(), "cannot be added, changed or removed") {
+		t.Errorf("the decision edited while gpuadmit is down: err = %v, want the record policy's denial", err)
 	}
 }

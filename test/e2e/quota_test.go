@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
@@ -145,8 +146,13 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 		var pods corev1.PodList
 		_ = env.Client.List(ctx, &pods, client.InNamespace("quota-race"))
 		if admitted != 37 || len(pods.Items) != 37 {
-			t.Errorf("%d admitted, %d pods exist; want exactly 37", admitted, len(pods.Items))
+			given := map[string]int{}
+			for _, p := range pods.Items {
+				given[p.Annotations[mutate.AnnotationDecision]]++
+			}
+			t.Errorf("%d admitted, %d pods exist; want exactly 37; decisions %v", admitted, len(pods.Items), given)
 		}
+		deleteAll(ctx, "quota-race", podPointers(pods.Items)...) // their T4 shares are needed by later tests
 	})
 	t.Run("a mix of MIG, share and whole-GPU pods", func(t *testing.T) {
 		quotaReady(t, ctx, "quota-mix", 200000)
@@ -255,4 +261,12 @@ func TestDRAShareQuotaInMiB(t *testing.T) {
 	if u := usedMiB(t, ctx, "quota-dra"); u != 40*1024 {
 		t.Errorf("used %d MiB, want 40960", u)
 	}
+}
+
+func podPointers(pods []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	for i := range pods {
+		out[i] = &pods[i]
+	}
+	return out
 }

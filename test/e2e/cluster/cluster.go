@@ -28,7 +28,8 @@ type Options struct {
 	// BinDir holds etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
 	// kwok, kwok-stages/ and cert-manager-crds/, as hack/e2e-binaries.sh leaves them.
 	BinDir string
-	// Root is the repository root; deploy/base's webhook configurations are installed.
+	// Root is the repository root; deploy/base's webhook configuration and
+	// the ValidatingAdmissionPolicy that guards gpuadmit's record are installed.
 	Root string
 	// Policies is the webhook's --policies; empty means the embedded set.
 	Policies string
@@ -38,8 +39,9 @@ type Options struct {
 	// kwok), e.g. for an admission benchmark where pods need not schedule and
 	// kwok's node heartbeats would only add load; nil starts them all.
 	Skip []string
-	// NoPodEvents is the webhook's option of that name; false records Events.
-	NoPodEvents bool
+	// PodEvents is the webhook's option of that name; false (its default)
+	// records Events for denials, warnings and fallbacks only.
+	PodEvents bool
 }
 
 // Cluster is a running control plane.
@@ -83,6 +85,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.grantWebhook(ctx); err != nil {
 		return c, fmt.Errorf("step webhook rbac: %w", err)
 	}
+	if err := c.waitRecordPolicy(ctx, 30*time.Second); err != nil {
+		return c, fmt.Errorf("step record policy: %w", err)
+	}
 	if err := c.StartWebhook(ctx); err != nil {
 		return c, fmt.Errorf("step webhook: %w", err)
 	}
@@ -97,7 +102,6 @@ func (c *Cluster) startAPIServer() error {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{
 				filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml"),
-				filepath.Join(c.opts.Root, "deploy/base/validatingwebhookconfiguration.yaml"),
 			},
 		},
 	}
@@ -163,7 +167,7 @@ func (c *Cluster) startComponents() error {
 	}{
 		{"kube-scheduler", schedulerArgs},
 		{"kube-controller-manager", append(kcmArgs,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller",
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2", "--resource-quota-sync-period=5s")},
@@ -214,9 +218,10 @@ func (c *Cluster) Tail(component string, lines int) string {
 // in deploy/base, so that a grant missing from deploy/base/rbac.yaml fails here.
 const webhookUser = "system:serviceaccount:gpuadmit-system:gpuadmit"
 
-// grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC.
+// grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC, and
+// the policy that guards gpuadmit's record (it runs in the API server).
 func (c *Cluster) grantWebhook(ctx context.Context) error {
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "recordpolicy.yaml"} {
 		if err := c.Apply(ctx, filepath.Join(c.opts.Root, "deploy/base", f)); err != nil {
 			return err
 		}
@@ -251,7 +256,7 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 		Policies: c.opts.Policies, PolicyInterval: time.Second,
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
-		NoPodEvents: c.opts.NoPodEvents,
+		PodEvents: c.opts.PodEvents,
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w := &inProcess{cancel: cancel, done: make(chan error, 1), probe: probe, log: logf}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,4 +89,29 @@ func (c *Cluster) Apply(ctx context.Context, path string) error {
 			return fmt.Errorf("create %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
+}
+
+// waitRecordPolicy waits until the API server enforces the policy that
+// guards gpuadmit's record (it loads new policies asynchronously): a dry-run
+// update that adds a gpuadmit.io/decision annotation to a probe pod in
+// kube-system (which the mutating webhook never sees) is refused.
+func (c *Cluster) waitRecordPolicy(ctx context.Context, timeout time.Duration) error {
+	probe := &corev1.Pod{}
+	probe.Namespace, probe.Name = "kube-system", "gpuadmit-record-policy-probe"
+	probe.Spec.Containers = []corev1.Container{{Name: "main", Image: "busybox"}}
+	defer c.Client.Delete(ctx, probe, client.GracePeriodSeconds(0))
+	last := "no attempt"
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := c.Client.Create(ctx, probe.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			last = "create probe pod: " + err.Error()
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"gpuadmit.io/decision":"probe"}}}`))
+		err := c.Client.Patch(ctx, probe.DeepCopy(), patch, client.DryRunAll)
+		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			return nil
+		}
+		last = fmt.Sprintf("a dry-run record edit got %v", err)
+	}
+	return fmt.Errorf("the record policy is not enforced after %s: %s", timeout, last)
 }
