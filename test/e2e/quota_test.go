@@ -150,7 +150,10 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 			for _, p := range pods.Items {
 				given[p.Annotations[mutate.AnnotationDecision]]++
 			}
-			t.Errorf("%d admitted, %d pods exist; want exactly 37; decisions %v", admitted, len(pods.Items), given)
+			q := &corev1.ResourceQuota{}
+			_ = env.Client.Get(ctx, client.ObjectKey{Namespace: "quota-race", Name: quota.Name}, q)
+			t.Errorf("%d admitted, %d pods exist; want exactly 37; decisions %v; quota %v, created %s, labels %v, hard %v, used %v",
+				admitted, len(pods.Items), given, q.UID, q.CreationTimestamp, q.Labels, q.Spec.Hard, q.Status.Used)
 		}
 		deleteAll(ctx, "quota-race", podPointers(pods.Items)...) // their T4 shares are needed by later tests
 	})
