@@ -73,9 +73,42 @@ serves(p, "shared") if {
 	object.get(p, "shareUnitMiB", 0) > 0
 }
 
-model_allowed(_) if input.hints.model == ""
+# model_allowed: the pool's GPUs are of the model gpuadmit.io/model names, and
+# of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not.
+model_allowed(p) if {
+	model_hint_allows(p)
+	type_allowed(p)
+}
 
-model_allowed(p) if lower(p.model) == lower(input.hints.model)
+model_hint_allows(_) if input.hints.model == ""
+
+model_hint_allows(p) if lower(p.model) == lower(input.hints.model)
+
+# use_types and avoid_types are the hint lists, empty when absent or null.
+use_types := input.hints.useTypes if is_array(input.hints.useTypes)
+
+else := []
+
+avoid_types := input.hints.avoidTypes if is_array(input.hints.avoidTypes)
+
+else := []
+
+type_allowed(p) if {
+	type_used(p)
+	not type_listed(p, avoid_types)
+}
+
+type_used(_) if count(use_types) == 0
+
+type_used(p) if type_listed(p, use_types)
+
+# type_listed: as HAMi matches types, a listed type is part of the GPU's name,
+# here the pool's model or product, ignoring case.
+type_listed(p, types) if {
+	some t in types
+	some name in [p.model, object.get(p, "product", "")]
+	contains(upper(name), upper(t))
+}
 
 # rank orders pools of one backend: the least GPU memory that still covers the
 # request first, so the big GPUs stay free for the requests that need them.

@@ -207,6 +207,21 @@ func TestReadErrors(t *testing.T) {
 			wantField: "metadata.annotations[gpuadmit.io/model]", wantType: field.ErrorTypeInvalid,
 			wantDetail: []string{"accepted: a GPU model"},
 		},
+		"use-gputype naming no type": {
+			pod:       annotated(podOf(ctr("a", "nvidia.com/gpu=1")), "nvidia.com/use-gputype= , "),
+			wantField: "metadata.annotations[nvidia.com/use-gputype]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{"names no GPU type", "accepted: GPU types separated by commas"},
+		},
+		"an unknown vgpu-mode": {
+			pod:       annotated(podOf(ctr("a", "nvidia.com/gpu=1")), "nvidia.com/vgpu-mode=vgpu"),
+			wantField: "metadata.annotations[nvidia.com/vgpu-mode]", wantType: field.ErrorTypeNotSupported,
+			wantDetail: []string{`"mig"`, `"hami-core"`, `"mps"`},
+		},
+		"vgpu-mode mig against backend shared": {
+			pod:       annotated(podOf(ctr("a", "volcano.sh/vgpu-number=1")), "volcano.sh/vgpu-mode=mig", "gpuadmit.io/backend=shared"),
+			wantField: "metadata.annotations[volcano.sh/vgpu-mode]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{"asks for MIG", `gpuadmit.io/backend is "shared"`},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

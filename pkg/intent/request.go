@@ -103,6 +103,15 @@ type Pod struct {
 	Backend Backend `json:"backend"`
 	// Model is gpuadmit.io/model, a catalog model name the pod insists on; empty when unset.
 	Model string `json:"model"`
+	// UseTypes are HAMi's nvidia.com/use-gputype: the pod may only use GPUs
+	// whose model or product contains one of them, ignoring case; nil when unset.
+	UseTypes []string `json:"useTypes"`
+	// AvoidTypes are HAMi's nvidia.com/nouse-gputype: GPUs whose model or
+	// product contains one of them are not for the pod; nil when unset.
+	AvoidTypes []string `json:"avoidTypes"`
+	// Warnings name, key by key, what the pod asks for that gpuadmit reads
+	// but cannot honour (a GPU UUID pin, another scheduler's packing hint).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // AsksForGPU reports whether any container asks for GPU.

@@ -101,6 +101,31 @@ test_unknown_model_is_denied if {
 	contains(msg, "B200")
 }
 
+test_use_gputype_keeps_pools_whose_model_or_product_contains_a_type if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"useTypes": ["a100", "V100"]})
+	pools_of(d, "main") == ["a100-mig", "a100-whole"]
+	count(d.deny) == 0
+}
+
+test_use_gputype_matches_the_product_label if {
+	pools := [object.union(t4_whole, {"product": "Tesla-T4"}), a100_whole]
+	pin := object.union(pod_input([mem("main", 3000)], {"useTypes": ["Tesla"]}), {"pools": pools})
+	d := gpuadmit.decision with input as pin
+	pools_of(d, "main") == ["t4-whole"]
+}
+
+test_nouse_gputype_drops_pools if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"avoidTypes": ["A100", "T4"]})
+	pools_of(d, "main") == ["h100-mig"]
+}
+
+test_gpu_types_that_leave_no_pool_are_denied_naming_the_pools if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"useTypes": ["V100"]})
+	some msg in d.deny
+	contains(msg, `nvidia.com/use-gputype "V100"`)
+	contains(msg, "t4-whole (model T4")
+}
+
 test_tolerations_follow_the_pool_taints if {
 	d := gpuadmit.decision with input as pod_input([mem("main", 30000)], {})
 	d.placement.main[0].tolerations == [{"key": "gpu", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}]
