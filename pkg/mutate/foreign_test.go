@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
 // TestForeignHints: HAMi's and Volcano's pod annotations narrow the pools as
@@ -71,4 +75,59 @@ func TestForeignTypesThatLeaveNoPool(t *testing.T) {
 			t.Errorf("message %q does not say %q", res.Message, want)
 		}
 	}
+}
+
+// TestNoDialectKeyLeftBehind: every key of a dialect gpuadmit reads is
+// translated away; the rewritten pod carries only the resources gpuadmit
+// writes, which nodes advertise. A key left behind keeps a pod Pending forever.
+func TestNoDialectKeyLeftBehind(t *testing.T) {
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
+	tests := map[string]map[string]string{
+		"HAMi with priority":          {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000", "nvidia.com/gpucores": "30", "nvidia.com/priority": "0"},
+		"HAMi percentage":             {"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "40"},
+		"Volcano memory":              {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "3000", "volcano.sh/vgpu-cores": "50"},
+		"Volcano memory percentage":   {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory-percentage": "50"},
+		"Volcano's older share":       {"volcano.sh/gpu-memory": "1024"},
+		"Volcano's older whole GPUs":  {"volcano.sh/gpu-number": "1"},
+		"gpushare":                    {"aliyun.com/gpu-mem": "2"},
+		"native memory":               {"gpuadmit.io/gpu-memory": "10Gi"},
+		"native fraction":             {"gpuadmit.io/gpu": "250m"},
+		"NVIDIA whole GPUs":           {"nvidia.com/gpu": "2"},
+		"a MIG profile":               {"nvidia.com/mig-1g.10gb": "1"},
+		"a share in gpuadmit's units": {"gpuadmit.io/gpu-mem": "2"},
+	}
+	for name, limits := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := pod("p", limits)
+			p.Spec.Containers[0].Resources.Requests = list(limits)
+			res := mustMutate(t, m, p)
+			if !res.Allowed {
+				t.Fatalf("denied: %s", res.Message)
+			}
+			if left := leftBehind(res.Pod.Spec.Containers[0]); len(left) > 0 {
+				t.Errorf("the rewritten pod still carries %v (limits %v)", left, res.Pod.Spec.Containers[0].Resources.Limits)
+			}
+		})
+	}
+}
+
+// leftBehind lists the container's resources that are a dialect's keys but
+// not what gpuadmit writes: nvidia.com/gpu, nvidia.com/mig-*, its share and
+// accounting resources.
+func leftBehind(c corev1.Container) []string {
+	written := func(k string) bool {
+		return k == "nvidia.com/gpu" || strings.HasPrefix(k, intent.ResourceMIGPrefix) ||
+			k == string(intent.ResourceShareMemory) || inventory.IsAccountingResource(k)
+	}
+	var out []string
+	for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+		for k := range l {
+			foreign := strings.HasPrefix(string(k), "nvidia.com/") || strings.HasPrefix(string(k), "volcano.sh/") ||
+				strings.HasPrefix(string(k), "aliyun.com/") || strings.HasPrefix(string(k), "gpuadmit.io/")
+			if foreign && !written(string(k)) {
+				out = append(out, string(k))
+			}
+		}
+	}
+	return out
 }
