@@ -243,3 +243,28 @@ test_share_too_small_goes_last if {
 	d := gpuadmit.decision with input as share_input(15000)
 	pools_of(d, "main") == ["h100-share-4", "h100-share-8"]
 }
+
+a100_single := {
+	"name": "a100-single", "model": "A100-40GB", "mode": "mig-single", "gpuMemoryMiB": 40960, "memorySlices": 8,
+	"product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+	"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
+	"profiles": [{"name": "1g.5gb", "memoryMiB": 4864, "memorySlices": 1, "computeSlices": 1}],
+	"taints": [],
+}
+
+whole(name, n) := {"name": name, "kind": "app", "dialect": "nvidia", "form": "whole", "count": n, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+
+single_input(selector) := object.union(pod_input([whole("main", 1)], {}), {
+	"pools": [a100_single, a100_whole],
+	"pod": {"metadata": {"name": "p"}, "spec": {"nodeSelector": selector}},
+})
+
+test_whole_gpu_selecting_a_mig_single_pool_is_its_slice if {
+	d := gpuadmit.decision with input as single_input({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"})
+	d.placement.main[0] == {"pool": "a100-single", "backend": "mig", "profile": "1g.5gb", "rule": "default/whole-on-selected-mig-single", "tolerations": []}
+}
+
+test_whole_gpu_without_that_selector_stays_whole if {
+	d := gpuadmit.decision with input as single_input({"kubernetes.io/os": "linux"})
+	pools_of(d, "main") == ["a100-whole"]
+}

@@ -9,11 +9,43 @@ package gpuadmit
 
 placement[c.name] := candidates(c) if some c in input.containers
 
-# candidates lists pools backend by backend, the best pool of each backend first.
-candidates(c) := [cand |
+# candidates lists pools backend by backend, the best pool of each backend
+# first, after the MIG-single pools the pod's own nodeSelector picks.
+candidates(c) := array.concat(selected_slices(c), [cand |
 	some backend in backends(c)
 	some cand in pool_candidates(c, backend)
+])
+
+# NVIDIA's MIG single strategy serves a pool's one slice as nvidia.com/gpu,
+# and its users select the pool by product (nvidia.com/gpu.product:
+# NVIDIA-A100-SXM4-40GB-MIG-1g.5gb). A whole-GPU request whose nodeSelector
+# picks such a pool asks for that many of its slices.
+selected_slices(c) := [{
+	"pool": p.name,
+	"backend": "mig",
+	"profile": p.profiles[0].name,
+	"rule": "default/whole-on-selected-mig-single",
+	"tolerations": tolerations(p),
+} |
+	c.form == "whole"
+	input.hints.backend in {"", "mig"}
+	some p in input.pools
+	p.mode == "mig-single"
+	count(p.profiles) == 1
+	pod_selects(p)
+	model_allowed(p)
 ]
+
+# pod_selects: the pod's nodeSelector names the pool by one of its labels and
+# contradicts none.
+pod_selects(p) if {
+	sel := object.get(object.get(input.pod, "spec", {}), "nodeSelector", {})
+	some k, v in p.nodeSelector
+	sel[k] == v
+	every k2, v2 in p.nodeSelector {
+		object.get(sel, k2, v2) == v2
+	}
+}
 
 backends(_) := [input.hints.backend] if input.hints.backend != ""
 
