@@ -70,6 +70,13 @@ deny contains msg if {
 	msg := sprintf("nvidia.com/use-gputype %q and nouse-gputype %q: no GPU pool of this cluster has a GPU of those types; pools: %s", [concat(",", use_types), concat(",", avoid_types), concat("; ", sort(pools))])
 }
 
+deny contains msg if {
+	some c in input.containers
+	c.form == "profile"
+	several_slices_denied(c)
+	msg := sprintf("container %q asks for %d MIG %s slices, and this cluster's policy gives a container at most one MIG slice (a CUDA process sees one MIG device); ask for 1, or for whole GPUs (nvidia.com/gpu)", [c.name, c.count, c.profile])
+}
+
 warnings contains msg if {
 	some c in input.containers
 	c.coresPercent > 0

@@ -46,3 +46,39 @@ func TestNoPlacementNamesEveryPool(t *testing.T) {
 		t.Errorf("the denial does not say how to reach the MIG single pool (%q): %s", want, res.Message)
 	}
 }
+
+// TestSeveralMIGSlicesInOneContainer: several GPUs prefer whole GPUs; where
+// only MIG fits, the slices come with a warning that names the container.
+func TestSeveralMIGSlicesInOneContainer(t *testing.T) {
+	tests := map[string]struct {
+		m        *Mutator
+		limits   map[string]string
+		want     map[string]string
+		wantWarn bool
+	}{
+		"whole GPUs first when a pool has them": {m: mutator(h100Mixed, a100Whole),
+			limits: map[string]string{"nvidia.com/gpu": "2", "nvidia.com/gpumem": "30000"}, want: map[string]string{"nvidia.com/gpu": "2"}},
+		"only MIG fits: slices with a warning": {m: mutator(h100Mixed),
+			limits: map[string]string{"nvidia.com/gpu": "2", "nvidia.com/gpumem": "30000"}, want: map[string]string{"nvidia.com/mig-3g.40gb": "2"}, wantWarn: true},
+		"one slice, no warning": {m: mutator(h100Mixed, a100Whole),
+			limits: map[string]string{"nvidia.com/gpumem": "30000"}, want: map[string]string{"nvidia.com/mig-3g.40gb": "1"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := mustMutate(t, tc.m, pod("p", tc.limits))
+			if !res.Allowed {
+				t.Fatalf("denied: %s", res.Message)
+			}
+			if diff := cmp.Diff(tc.want, gpuResources(res.Pod.Spec.Containers[0])); diff != "" {
+				t.Errorf("resources (-want +got):\n%s", diff)
+			}
+			warned := false
+			for _, w := range res.Warnings {
+				warned = warned || (strings.Contains(w, `container "a" gets 2 MIG 3g.40gb slices`) && strings.Contains(w, "a CUDA process sees one MIG device"))
+			}
+			if warned != tc.wantWarn {
+				t.Errorf("warnings %q: warned about the slices %v, want %v", res.Warnings, warned, tc.wantWarn)
+			}
+		})
+	}
+}

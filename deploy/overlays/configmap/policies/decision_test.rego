@@ -268,3 +268,28 @@ test_whole_gpu_without_that_selector_stays_whole if {
 	d := gpuadmit.decision with input as single_input({"kubernetes.io/os": "linux"})
 	pools_of(d, "main") == ["a100-whole"]
 }
+
+test_several_gpus_prefer_whole_gpus if {
+	d := gpuadmit.decision with input as pod_input([object.union(mem("main", 30000), {"count": 2})], {})
+	d.placement.main[0].backend == "whole"
+	[b | some cand in d.placement.main; b := cand.backend][count(d.placement.main) - 1] != "whole"
+}
+
+test_one_gpu_still_prefers_mig if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 30000)], {})
+	d.placement.main[0].backend == "mig"
+}
+
+test_several_slices_denied_by_data_leaves_no_mig_candidate if {
+	d := gpuadmit.decision with input as pod_input([object.union(mem("main", 30000), {"count": 2})], {})
+		with data.gpuadmit.config.severalMIGSlicesPerContainer as "deny"
+	every cand in d.placement.main { cand.backend != "mig" }
+}
+
+test_several_profile_slices_denied_by_data if {
+	c := {"name": "main", "kind": "app", "dialect": "mig", "form": "profile", "profile": "3g.40gb", "count": 2, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+	d := gpuadmit.decision with input as pod_input([c], {})
+		with data.gpuadmit.config.severalMIGSlicesPerContainer as "deny"
+	some msg in d.deny
+	contains(msg, "2 MIG 3g.40gb slices")
+}

@@ -29,6 +29,7 @@ selected_slices(c) := [{
 } |
 	c.form == "whole"
 	input.hints.backend in {"", "mig"}
+	not several_slices_denied(c)
 	some p in input.pools
 	p.mode == "mig-single"
 	count(p.profiles) == 1
@@ -68,6 +69,17 @@ backends(c) := ["mig", "shared", "whole"] if {
 	input.hints.backend == ""
 	c.dialect != "share"
 	c.form in {"memory", "fraction"}
+	c.count == 1
+}
+
+# Several GPUs in one container prefer whole GPUs: a CUDA process sees one
+# MIG device, so several slices serve only a container that runs a process
+# per slice (gpuadmit warns when it gives them).
+backends(c) := ["whole", "mig", "shared"] if {
+	input.hints.backend == ""
+	c.dialect != "share"
+	c.form in {"memory", "fraction"}
+	c.count > 1
 }
 
 pool_modes := {
@@ -76,12 +88,22 @@ pool_modes := {
 	"whole": {"whole"},
 }
 
+# several_slices_denied: data.gpuadmit.config.severalMIGSlicesPerContainer
+# is "deny", so a container asking for more than one GPU gets no MIG slices.
+several_slices_denied(c) if {
+	c.count > 1
+	data.gpuadmit.config.severalMIGSlicesPerContainer == "deny"
+}
+
+mig_denied(c, "mig") if several_slices_denied(c)
+
 pool_candidates(c, backend) := [{
 	"pool": ranked[1],
 	"backend": backend,
 	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
 	"tolerations": tolerations(pools[ranked[1]]),
 } |
+	not mig_denied(c, backend)
 	some ranked in sort([[rank(c, backend, p), p.name] |
 		some p in input.pools
 		serves(p, backend)
