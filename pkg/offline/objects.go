@@ -15,14 +15,16 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// templatePaths says where each workload kind keeps its pod template.
+// templatePaths says where each workload kind keeps its pod template, by
+// apiVersion and kind: a kind of another group (Volcano's Job) is not one.
 var templatePaths = map[string][]string{
-	"Deployment":  {"spec", "template"},
-	"StatefulSet": {"spec", "template"},
-	"DaemonSet":   {"spec", "template"},
-	"ReplicaSet":  {"spec", "template"},
-	"Job":         {"spec", "template"},
-	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
+	"apps/v1/Deployment":    {"spec", "template"},
+	"apps/v1/StatefulSet":   {"spec", "template"},
+	"apps/v1/DaemonSet":     {"spec", "template"},
+	"apps/v1/ReplicaSet":    {"spec", "template"},
+	"batch/v1/Job":          {"spec", "template"},
+	"batch/v1/CronJob":      {"spec", "jobTemplate", "spec", "template"},
+	"batch/v1beta1/CronJob": {"spec", "jobTemplate", "spec", "template"},
 }
 
 // object is one Pod or workload read from the input, with the pod gpuadmit
@@ -30,6 +32,7 @@ var templatePaths = map[string][]string{
 type object struct {
 	source    string         // file the object came from, "-" for stdin
 	kind      string         // Pod, Deployment, …
+	tmpl      []string       // path of the pod template; nil for a Pod
 	name      string         // the object's name
 	namespace string         // the object's namespace, or the default
 	raw       map[string]any // the object as read, rewritten in place for output
@@ -133,13 +136,16 @@ func fromDocument(source string, doc map[string]any, notes io.Writer, namespace 
 		}
 		return out, nil
 	}
-	o := object{source: source, kind: kind, raw: doc, name: metaString(doc, "name"), namespace: metaString(doc, "namespace")}
+	apiVersion, _ := doc["apiVersion"].(string)
+	o := object{source: source, kind: kind, raw: doc, name: metaString(doc, "name"), namespace: metaString(doc, "namespace"),
+		tmpl: templatePaths[apiVersion+"/"+kind]}
 	if o.namespace == "" {
 		o.namespace = namespace
 	}
-	_, workload := templatePaths[kind]
-	if kind != "Pod" && !workload {
-		fmt.Fprintf(notes, "gpuadmit: skipping %s %q in %s: not a Pod or a workload with a pod template\n", kindOrNone(kind), o.name, source)
+	isPod := apiVersion == "v1" && kind == "Pod"
+	if !isPod && o.tmpl == nil {
+		fmt.Fprintf(notes, "gpuadmit: skipping %s %s %q in %s: not a Pod or a workload with a pod template\n",
+			apiVersion, kindOrNone(kind), o.name, source)
 		return nil, nil
 	}
 	pod, err := o.podOf()
@@ -154,7 +160,7 @@ func fromDocument(source string, doc map[string]any, notes io.Writer, namespace 
 // fields a Pod does not have. A template's pod is named as its controller
 // would name it: generateName "<workload>-", no name.
 func (o object) podOf() (*corev1.Pod, error) {
-	if o.kind == "Pod" {
+	if o.tmpl == nil {
 		pod := &corev1.Pod{}
 		err := strictDecode(o.raw, pod)
 		if err == nil && pod.Namespace == "" {
@@ -162,13 +168,13 @@ func (o object) podOf() (*corev1.Pod, error) {
 		}
 		return pod, err
 	}
-	tmpl, ok := lookup(o.raw, templatePaths[o.kind])
+	tmpl, ok := lookup(o.raw, o.tmpl)
 	if !ok {
-		return nil, fmt.Errorf("no pod template at %s", strings.Join(templatePaths[o.kind], "."))
+		return nil, fmt.Errorf("no pod template at %s", strings.Join(o.tmpl, "."))
 	}
 	var pt corev1.PodTemplateSpec
 	if err := strictDecode(tmpl, &pt); err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(templatePaths[o.kind], "."), err)
+		return nil, fmt.Errorf("%s: %w", strings.Join(o.tmpl, "."), err)
 	}
 	pod := &corev1.Pod{ObjectMeta: pt.ObjectMeta, Spec: pt.Spec}
 	pod.APIVersion, pod.Kind = "v1", "Pod"
@@ -179,7 +185,7 @@ func (o object) podOf() (*corev1.Pod, error) {
 // setTemplate writes the decided pod's metadata and spec back into the
 // workload's template (or replaces the Pod), for the YAML output.
 func (o object) setTemplate(pod map[string]any) {
-	if o.kind == "Pod" {
+	if o.tmpl == nil {
 		for k := range o.raw {
 			delete(o.raw, k)
 		}
@@ -188,7 +194,7 @@ func (o object) setTemplate(pod map[string]any) {
 		}
 		return
 	}
-	tmpl, _ := lookup(o.raw, templatePaths[o.kind])
+	tmpl, _ := lookup(o.raw, o.tmpl)
 	md, _ := pod["metadata"].(map[string]any)
 	delete(md, "name")
 	delete(md, "generateName")
