@@ -56,9 +56,25 @@ deny contains msg if {
 
 deny contains msg if {
 	input.hints.model != ""
-	count([p | some p in input.pools; model_allowed(p)]) == 0
+	count([p | some p in input.pools; model_hint_allows(p)]) == 0
 	models := {p.model | some p in input.pools}
 	msg := sprintf("gpuadmit.io/model %q: no GPU pool of this cluster has that model; models: %s", [input.hints.model, concat(", ", sort(models))])
+}
+
+# A pod whose nvidia.com/use-gputype or nouse-gputype leaves no pool is
+# denied with each pool's model and product, so the author sees what to list.
+deny contains msg if {
+	count(use_types) + count(avoid_types) > 0
+	count([p | some p in input.pools; type_allowed(p)]) == 0
+	pools := [sprintf("%s (model %s, product %s)", [p.name, p.model, object.get(p, "product", "")]) | some p in input.pools]
+	msg := sprintf("nvidia.com/use-gputype %q and nouse-gputype %q: no GPU pool of this cluster has a GPU of those types; pools: %s", [concat(",", use_types), concat(",", avoid_types), concat("; ", sort(pools))])
+}
+
+deny contains msg if {
+	some c in input.containers
+	c.form == "profile"
+	several_slices_denied(c)
+	msg := sprintf("container %q asks for %d MIG %s slices, and this cluster's policy gives a container at most one MIG slice (a CUDA process sees one MIG device); ask for 1, or for whole GPUs (nvidia.com/gpu)", [c.name, c.count, c.profile])
 }
 
 warnings contains msg if {

@@ -9,11 +9,44 @@ package gpuadmit
 
 placement[c.name] := candidates(c) if some c in input.containers
 
-# candidates lists pools backend by backend, the best pool of each backend first.
-candidates(c) := [cand |
+# candidates lists pools backend by backend, the best pool of each backend
+# first, after the MIG-single pools the pod's own nodeSelector picks.
+candidates(c) := array.concat(selected_slices(c), [cand |
 	some backend in backends(c)
 	some cand in pool_candidates(c, backend)
+])
+
+# NVIDIA's MIG single strategy serves a pool's one slice as nvidia.com/gpu,
+# and its users select the pool by product (nvidia.com/gpu.product:
+# NVIDIA-A100-SXM4-40GB-MIG-1g.5gb). A whole-GPU request whose nodeSelector
+# picks such a pool asks for that many of its slices.
+selected_slices(c) := [{
+	"pool": p.name,
+	"backend": "mig",
+	"profile": p.profiles[0].name,
+	"rule": "default/whole-on-selected-mig-single",
+	"tolerations": tolerations(p),
+} |
+	c.form == "whole"
+	input.hints.backend in {"", "mig"}
+	not several_slices_denied(c)
+	some p in input.pools
+	p.mode == "mig-single"
+	count(p.profiles) == 1
+	pod_selects(p)
+	model_allowed(p)
 ]
+
+# pod_selects: the pod's nodeSelector names the pool by one of its labels and
+# contradicts none.
+pod_selects(p) if {
+	sel := object.get(object.get(input.pod, "spec", {}), "nodeSelector", {})
+	some k, v in p.nodeSelector
+	sel[k] == v
+	every k2, v2 in p.nodeSelector {
+		object.get(sel, k2, v2) == v2
+	}
+}
 
 backends(_) := [input.hints.backend] if input.hints.backend != ""
 
@@ -36,6 +69,17 @@ backends(c) := ["mig", "shared", "whole"] if {
 	input.hints.backend == ""
 	c.dialect != "share"
 	c.form in {"memory", "fraction"}
+	c.count == 1
+}
+
+# Several GPUs in one container prefer whole GPUs: a CUDA process sees one
+# MIG device, so several slices serve only a container that runs a process
+# per slice (gpuadmit warns when it gives them).
+backends(c) := ["whole", "mig", "shared"] if {
+	input.hints.backend == ""
+	c.dialect != "share"
+	c.form in {"memory", "fraction"}
+	c.count > 1
 }
 
 pool_modes := {
@@ -44,12 +88,22 @@ pool_modes := {
 	"whole": {"whole"},
 }
 
+# several_slices_denied: data.gpuadmit.config.severalMIGSlicesPerContainer
+# is "deny", so a container asking for more than one GPU gets no MIG slices.
+several_slices_denied(c) if {
+	c.count > 1
+	data.gpuadmit.config.severalMIGSlicesPerContainer == "deny"
+}
+
+mig_denied(c, "mig") if several_slices_denied(c)
+
 pool_candidates(c, backend) := [{
 	"pool": ranked[1],
 	"backend": backend,
 	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
 	"tolerations": tolerations(pools[ranked[1]]),
 } |
+	not mig_denied(c, backend)
 	some ranked in sort([[rank(c, backend, p), p.name] |
 		some p in input.pools
 		serves(p, backend)
@@ -73,9 +127,42 @@ serves(p, "shared") if {
 	object.get(p, "shareUnitMiB", 0) > 0
 }
 
-model_allowed(_) if input.hints.model == ""
+# model_allowed: the pool's GPUs are of the model gpuadmit.io/model names, and
+# of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not.
+model_allowed(p) if {
+	model_hint_allows(p)
+	type_allowed(p)
+}
 
-model_allowed(p) if lower(p.model) == lower(input.hints.model)
+model_hint_allows(_) if input.hints.model == ""
+
+model_hint_allows(p) if lower(p.model) == lower(input.hints.model)
+
+# use_types and avoid_types are the hint lists, empty when absent or null.
+use_types := input.hints.useTypes if is_array(input.hints.useTypes)
+
+else := []
+
+avoid_types := input.hints.avoidTypes if is_array(input.hints.avoidTypes)
+
+else := []
+
+type_allowed(p) if {
+	type_used(p)
+	not type_listed(p, avoid_types)
+}
+
+type_used(_) if count(use_types) == 0
+
+type_used(p) if type_listed(p, use_types)
+
+# type_listed: as HAMi matches types, a listed type is part of the GPU's name,
+# here the pool's model or product, ignoring case.
+type_listed(p, types) if {
+	some t in types
+	some name in [p.model, object.get(p, "product", "")]
+	contains(upper(name), upper(t))
+}
 
 # rank orders pools of one backend: the least GPU memory that still covers the
 # request first, so the big GPUs stay free for the requests that need them.

@@ -25,20 +25,29 @@ func main() {
 func mutateCmd() *cobra.Command {
 	var o offline.MutateOptions
 	cmd := &cobra.Command{
-		Use:   "mutate -f POD.yaml --nodes NODES.yaml",
-		Short: "Decide for a pod offline and print the mutated pod with an explanation",
-		Long: "Decide for a pod offline and print the mutated pod with an explanation.\n" +
-			"Exits 0 whenever a decision was made, allowed or denied.",
+		Use:   "mutate -f FILE|DIR|- --nodes NODES.yaml",
+		Short: "Decide offline for Pods and workloads' pod templates, and print them rewritten with an explanation",
+		Long: "Decide offline, as the webhook would for their pods, for every Pod, Deployment, StatefulSet,\n" +
+			"DaemonSet, ReplicaSet, Job and CronJob of a file (several documents and Lists allowed), of\n" +
+			"standard input (-f -) or of a directory (recursively, *.yaml, *.yml, *.json). Other kinds are\n" +
+			"skipped with a note on stderr. Objects without a namespace are in --namespace's, else default.\n\n" +
+			"-o yaml prints each object rewritten (a workload with its template rewritten) under comments\n" +
+			"with the verdict and explanation; a denied object is printed as comments only.\n" +
+			"-o json prints a JSON array, one element per Pod or pod template, in input order:\n" +
+			"  {kind, namespace, name, source, allowed, message, warnings, patch, pod, explanation}\n" +
+			"where patch is the JSON patch against the pod (for a workload, the pod its template makes).\n" +
+			"Exits 0 whenever decisions were made, allowed or denied.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Stdin, o.Notes = cmd.InOrStdin(), cmd.ErrOrStderr()
 			return offline.Mutate(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVarP(&o.PodFile, "filename", "f", "", "the pod (YAML or JSON)")
+	cmd.Flags().StringVarP(&o.PodFile, "filename", "f", "", "Pods and workloads: a file, a directory, or - for stdin (YAML or JSON)")
 	cmd.Flags().StringVar(&o.NodesFile, "nodes", "", "Nodes as a YAML stream (kubectl get nodes -o yaml)")
-	cmd.Flags().StringVar(&o.NamespaceFile, "namespace", "", "the pod's Namespace (YAML); default: one without labels")
+	cmd.Flags().StringVar(&o.NamespaceFile, "namespace", "", "the Namespace (YAML) of objects that name none; default: default, without labels")
 	cmd.Flags().StringVar(&o.PoliciesDir, "policies", "", "policy directory; default: the embedded default policies")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "yaml (for people) or json (one object)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "yaml (for people) or json (an array, one result per pod template)")
 	return cmd
 }
 

@@ -13,22 +13,24 @@ type reader func(c container, es []entry) (Request, field.ErrorList)
 
 // readers holds the reader of every resource-based dialect.
 var readers = map[Dialect]reader{
-	Native:   readNative,
-	NVIDIA:   hamiKeys.read,
-	HAMi:     hamiKeys.read,
-	Volcano:  volcanoKeys.read,
-	Share:    readGiB,
-	GPUShare: readGiB,
-	MIG:      readMIG,
+	Native:       readNative,
+	NVIDIA:       hamiKeys.read,
+	HAMi:         hamiKeys.read,
+	Volcano:      volcanoKeys.read,
+	VolcanoShare: readVolcanoShare,
+	Share:        readGiB,
+	GPUShare:     readGiB,
+	MIG:          readMIG,
 }
 
 // vgpuKeys names the resources of a dialect built from a GPU count, memory
 // per GPU (MiB) or a share of it (percent), and a share of compute.
-type vgpuKeys struct{ count, memory, percent, cores corev1.ResourceName }
+// priority, where the dialect has one, is a task priority gpuadmit reads and drops.
+type vgpuKeys struct{ count, memory, percent, cores, priority corev1.ResourceName }
 
 var (
-	hamiKeys    = vgpuKeys{ResourceNVIDIAGPU, ResourceHAMiMemory, ResourceHAMiMemoryPercentage, ResourceHAMiCores}
-	volcanoKeys = vgpuKeys{ResourceVolcanoNumber, ResourceVolcanoMemory, "", ResourceVolcanoCores}
+	hamiKeys    = vgpuKeys{ResourceNVIDIAGPU, ResourceHAMiMemory, ResourceHAMiMemoryPercentage, ResourceHAMiCores, ResourceHAMiPriority}
+	volcanoKeys = vgpuKeys{ResourceVolcanoNumber, ResourceVolcanoMemory, ResourceVolcanoMemoryPercentage, ResourceVolcanoCores, ""}
 )
 
 // read reads a count (default 1) with memory, a memory share or neither.
@@ -56,7 +58,42 @@ func (k vgpuKeys) read(c container, es []entry) (Request, field.ErrorList) {
 	if e, ok := in[k.cores]; ok {
 		r.CoresPercent, e3 = c.integer(e)
 	}
-	return r, append(append(append(errs, e1...), e2...), e3...)
+	errs = append(append(append(errs, e1...), e2...), e3...)
+	if e, ok := in[k.priority]; ok {
+		errs = append(errs, c.priority(e, len(es) == 1, &r)...)
+	}
+	return r, errs
+}
+
+// priority reads HAMi's nvidia.com/priority and drops it with a warning: the
+// pod's priority is its PriorityClass. Alone, it asks for no GPU.
+func (c container) priority(e entry, alone bool, r *Request) field.ErrorList {
+	if alone {
+		return field.ErrorList{field.Forbidden(e.path, c.detail(
+			"%s is HAMi's task priority of a GPU request, and the container asks for no GPU; remove it, "+
+				"or ask for GPU (such as nvidia.com/gpu: 1) and set gpuadmit.io/class for a PriorityClass", e))}
+	}
+	if _, errs := c.integer(e); len(errs) > 0 {
+		return errs
+	}
+	r.Warnings = append(r.Warnings, c.detail("%s=%s is HAMi's task priority; gpuadmit drops it: "+
+		"the pod's PriorityClass (from %s) sets its priority", e.path, FormatQuantity(e.q), AnnotationClass))
+	return nil
+}
+
+// readVolcanoShare reads Volcano's older share plugin: volcano.sh/gpu-memory,
+// MiB of one GPU's memory, or volcano.sh/gpu-number, whole GPUs; not both.
+func readVolcanoShare(c container, es []entry) (Request, field.ErrorList) {
+	if len(es) > 1 {
+		return Request{}, field.ErrorList{field.Forbidden(es[1].path, c.detail(
+			"%s and %s together are contradictory; ask for MiB of one GPU (%s) or for whole GPUs (%s), not both",
+			es[0], es[1], ResourceVolcanoShareMemory, ResourceVolcanoShareNumber))}
+	}
+	n, errs := c.integer(es[0])
+	if es[0].key == ResourceVolcanoShareNumber {
+		return Request{Form: Whole, Count: n}, errs
+	}
+	return Request{Form: Memory, Count: 1, MemoryMiB: n}, errs
 }
 
 // readGiB reads a memory share counted in GiB (gpuadmit.io/gpu-mem, aliyun.com/gpu-mem).

@@ -207,6 +207,41 @@ func TestReadErrors(t *testing.T) {
 			wantField: "metadata.annotations[gpuadmit.io/model]", wantType: field.ErrorTypeInvalid,
 			wantDetail: []string{"accepted: a GPU model"},
 		},
+		"hami priority alone asks for no GPU": {
+			pod:       podOf(ctr("x", "nvidia.com/priority=0")),
+			wantField: "spec.containers[0].resources.limits[nvidia.com/priority]", wantType: field.ErrorTypeForbidden,
+			wantDetail: []string{`container "x"`, "asks for no GPU; remove it"},
+		},
+		"hami priority out of range": {
+			pod:       podOf(ctr("x", "nvidia.com/gpu=1", "nvidia.com/priority=5")),
+			wantField: "spec.containers[0].resources.limits[nvidia.com/priority]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{`container "x"`, "0 (high) or 1 (low)", "accepted: an integer from 0 to 1"},
+		},
+		"volcano's older share and whole GPUs together": {
+			pod:       podOf(ctr("x", "volcano.sh/gpu-memory=1024", "volcano.sh/gpu-number=1")),
+			wantField: "spec.containers[0].resources.limits[volcano.sh/gpu-number]", wantType: field.ErrorTypeForbidden,
+			wantDetail: []string{`container "x"`, "contradictory", "not both"},
+		},
+		"volcano memory and percentage together": {
+			pod:       podOf(ctr("x", "volcano.sh/vgpu-memory=1024", "volcano.sh/vgpu-memory-percentage=50")),
+			wantField: "spec.containers[0].resources.limits[volcano.sh/vgpu-memory-percentage]", wantType: field.ErrorTypeForbidden,
+			wantDetail: []string{`container "x"`, "contradictory"},
+		},
+		"use-gputype naming no type": {
+			pod:       annotated(podOf(ctr("a", "nvidia.com/gpu=1")), "nvidia.com/use-gputype= , "),
+			wantField: "metadata.annotations[nvidia.com/use-gputype]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{"names no GPU type", "accepted: GPU types separated by commas"},
+		},
+		"an unknown vgpu-mode": {
+			pod:       annotated(podOf(ctr("a", "nvidia.com/gpu=1")), "nvidia.com/vgpu-mode=vgpu"),
+			wantField: "metadata.annotations[nvidia.com/vgpu-mode]", wantType: field.ErrorTypeNotSupported,
+			wantDetail: []string{`"mig"`, `"hami-core"`, `"mps"`},
+		},
+		"vgpu-mode mig against backend shared": {
+			pod:       annotated(podOf(ctr("a", "volcano.sh/vgpu-number=1")), "volcano.sh/vgpu-mode=mig", "gpuadmit.io/backend=shared"),
+			wantField: "metadata.annotations[volcano.sh/vgpu-mode]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{"asks for MIG", `gpuadmit.io/backend is "shared"`},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -20,7 +20,8 @@ func readHints(meta *metav1.ObjectMeta) (Pod, field.ErrorList) {
 	p.Class, errs = readClass(meta)
 	p.Backend, errs2 = readBackend(meta.Annotations)
 	p.Model, errs3 = readModel(meta.Annotations)
-	return p, append(append(errs, errs2...), errs3...)
+	errs = append(append(errs, errs2...), errs3...)
+	return p, append(errs, readForeign(meta.Annotations, &p)...)
 }
 
 // readClass reads gpuadmit.io/class from the label or the annotation, which

@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,8 @@ const (
 	ResourceHAMiMemoryPercentage corev1.ResourceName = "nvidia.com/gpumem-percentage"
 	// ResourceHAMiCores is HAMi's share of each GPU's compute in percent.
 	ResourceHAMiCores corev1.ResourceName = "nvidia.com/gpucores"
+	// ResourceHAMiPriority is HAMi's task priority, 0 (high) or 1 (low); read and dropped.
+	ResourceHAMiPriority corev1.ResourceName = "nvidia.com/priority"
 	// ResourceGPUShareMemory is Alibaba gpushare's memory in GiB.
 	ResourceGPUShareMemory corev1.ResourceName = "aliyun.com/gpu-mem"
 	// ResourceVolcanoNumber is Volcano's vGPU count.
@@ -32,6 +35,12 @@ const (
 	ResourceVolcanoMemory corev1.ResourceName = "volcano.sh/vgpu-memory"
 	// ResourceVolcanoCores is Volcano's share of each GPU's compute in percent.
 	ResourceVolcanoCores corev1.ResourceName = "volcano.sh/vgpu-cores"
+	// ResourceVolcanoMemoryPercentage is Volcano's share of each vGPU's memory in percent.
+	ResourceVolcanoMemoryPercentage corev1.ResourceName = "volcano.sh/vgpu-memory-percentage"
+	// ResourceVolcanoShareMemory is the older Volcano GPU share: MiB of one GPU's memory.
+	ResourceVolcanoShareMemory corev1.ResourceName = "volcano.sh/gpu-memory"
+	// ResourceVolcanoShareNumber is the older Volcano plugin's count of whole GPUs.
+	ResourceVolcanoShareNumber corev1.ResourceName = "volcano.sh/gpu-number"
 )
 
 // Pod annotations and labels gpuadmit reads.
@@ -67,17 +76,32 @@ const (
 // dialectKeys maps each fixed resource name to its dialect; nvidia.com/gpu
 // becomes HAMi when a HAMi key is beside it, and MIG keys go by prefix.
 var dialectKeys = map[corev1.ResourceName]Dialect{
-	ResourceNativeGPU:            Native,
-	ResourceNativeGPUMemory:      Native,
-	ResourceShareMemory:          Share,
-	ResourceNVIDIAGPU:            NVIDIA,
-	ResourceHAMiMemory:           HAMi,
-	ResourceHAMiMemoryPercentage: HAMi,
-	ResourceHAMiCores:            HAMi,
-	ResourceGPUShareMemory:       GPUShare,
-	ResourceVolcanoNumber:        Volcano,
-	ResourceVolcanoMemory:        Volcano,
-	ResourceVolcanoCores:         Volcano,
+	ResourceNativeGPU:               Native,
+	ResourceNativeGPUMemory:         Native,
+	ResourceShareMemory:             Share,
+	ResourceNVIDIAGPU:               NVIDIA,
+	ResourceHAMiMemory:              HAMi,
+	ResourceHAMiMemoryPercentage:    HAMi,
+	ResourceHAMiCores:               HAMi,
+	ResourceHAMiPriority:            HAMi,
+	ResourceGPUShareMemory:          GPUShare,
+	ResourceVolcanoNumber:           Volcano,
+	ResourceVolcanoMemory:           Volcano,
+	ResourceVolcanoCores:            Volcano,
+	ResourceVolcanoMemoryPercentage: Volcano,
+	ResourceVolcanoShareMemory:      VolcanoShare,
+	ResourceVolcanoShareNumber:      VolcanoShare,
+}
+
+// Resources lists every fixed GPU resource name of every dialect, sorted;
+// MIG resources, named by profile, are every name that starts with ResourceMIGPrefix.
+func Resources() []corev1.ResourceName {
+	out := make([]corev1.ResourceName, 0, len(dialectKeys))
+	for k := range dialectKeys {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // IsGPUResource reports whether name is a GPU resource of any dialect,

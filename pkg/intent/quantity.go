@@ -19,12 +19,16 @@ type unit struct {
 // unitOf returns the unit of an integer-valued GPU resource.
 func unitOf(key corev1.ResourceName) unit {
 	switch key {
-	case ResourceNVIDIAGPU, ResourceVolcanoNumber:
+	case ResourceNVIDIAGPU, ResourceVolcanoNumber, ResourceVolcanoShareNumber:
 		return unit{"counts GPUs", 1, MaxCount, 0}
 	case ResourceHAMiMemory, ResourceVolcanoMemory:
 		return unit{"counts MiB of memory per GPU", 1, MaxMemoryMiB, 1 << 20}
-	case ResourceHAMiMemoryPercentage:
+	case ResourceVolcanoShareMemory:
+		return unit{"counts MiB of one GPU's memory", 1, MaxMemoryMiB, 1 << 20}
+	case ResourceHAMiMemoryPercentage, ResourceVolcanoMemoryPercentage:
 		return unit{"is a percentage of each GPU's memory", 1, MaxPercent, 0}
+	case ResourceHAMiPriority:
+		return unit{"is HAMi's task priority, 0 (high) or 1 (low)", 0, 1, 0}
 	case ResourceHAMiCores, ResourceVolcanoCores:
 		return unit{"is a percentage of each GPU's compute", 0, MaxPercent, 0}
 	case ResourceShareMemory, ResourceGPUShareMemory:

@@ -25,6 +25,8 @@ func Read(pod *corev1.Pod) (Pod, field.ErrorList) {
 		r, ok, cerrs := c.read(kai)
 		errs = append(errs, cerrs...)
 		if ok {
+			out.Warnings = append(out.Warnings, r.Warnings...)
+			r.Warnings = nil
 			out.Requests = append(out.Requests, r)
 		}
 	}

@@ -83,6 +83,22 @@ func TestReadDialects(t *testing.T) {
 			pod:  podOf(ctr("a", "volcano.sh/vgpu-number=1")),
 			want: []Request{{Container: "a", Kind: App, Dialect: Volcano, Form: Whole, Count: 1, Source: []string{"volcano.sh/vgpu-number=1"}}},
 		},
+		"volcano memory percentage": {
+			pod:  podOf(ctr("a", "volcano.sh/vgpu-number=1", "volcano.sh/vgpu-memory-percentage=50")),
+			want: []Request{{Container: "a", Kind: App, Dialect: Volcano, Form: Fraction, Count: 1, FractionMilli: 500, Source: []string{"volcano.sh/vgpu-memory-percentage=50", "volcano.sh/vgpu-number=1"}}},
+		},
+		"volcano's older share in MiB": {
+			pod:  podOf(ctr("a", "volcano.sh/gpu-memory=1024")),
+			want: []Request{{Container: "a", Kind: App, Dialect: VolcanoShare, Form: Memory, Count: 1, MemoryMiB: 1024, Source: []string{"volcano.sh/gpu-memory=1024"}}},
+		},
+		"volcano's older whole GPUs": {
+			pod:  podOf(ctr("a", "volcano.sh/gpu-number=2")),
+			want: []Request{{Container: "a", Kind: App, Dialect: VolcanoShare, Form: Whole, Count: 2, Source: []string{"volcano.sh/gpu-number=2"}}},
+		},
+		"hami priority is read beside a request": {
+			pod:  podOf(ctr("a", "nvidia.com/gpu=1", "nvidia.com/gpumem=3000", "nvidia.com/priority=0")),
+			want: []Request{{Container: "a", Kind: App, Dialect: HAMi, Form: Memory, Count: 1, MemoryMiB: 3000, Source: []string{"nvidia.com/gpu=1", "nvidia.com/gpumem=3000", "nvidia.com/priority=0"}}},
+		},
 		"kai fraction goes to the first app container": {
 			pod:  annotated(withInit(podOf(ctr("main"), ctr("side")), ctr("setup")), "gpu-fraction=0.5"),
 			want: []Request{{Container: "main", Kind: App, Dialect: KAI, Form: Fraction, Count: 1, FractionMilli: 500, Source: []string{"annotation gpu-fraction=0.5"}}},
@@ -147,11 +163,26 @@ func TestIsGPUResource(t *testing.T) {
 		"nvidia.com/gpu": true, "nvidia.com/gpumem": true, "nvidia.com/gpumem-percentage": true,
 		"nvidia.com/gpucores": true, "nvidia.com/mig-1g.10gb": true, "nvidia.com/mig-anything": true,
 		"aliyun.com/gpu-mem": true, "volcano.sh/vgpu-number": true, "volcano.sh/vgpu-memory": true,
-		"volcano.sh/vgpu-cores": true, "cpu": false, "memory": false, "nvidia.com/gpu-foo": false,
+		"volcano.sh/vgpu-cores": true, "volcano.sh/vgpu-memory-percentage": true, "volcano.sh/gpu-memory": true,
+		"volcano.sh/gpu-number": true, "nvidia.com/priority": true, "cpu": false, "memory": false, "nvidia.com/gpu-foo": false,
 	}
 	for name, want := range tests {
 		if got := IsGPUResource(name); got != want {
 			t.Errorf("IsGPUResource(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestReadDropsHAMiPriorityWithAWarning: the key is read, so it is not left
+// behind, and the warning names the container and the field.
+func TestReadDropsHAMiPriorityWithAWarning(t *testing.T) {
+	got, errs := Read(podOf(ctr("a", "nvidia.com/gpu=1", "nvidia.com/priority=1")))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := []string{`container "a": spec.containers[0].resources.limits[nvidia.com/priority]=1 is HAMi's task priority; ` +
+		`gpuadmit drops it: the pod's PriorityClass (from gpuadmit.io/class) sets its priority`}
+	if diff := cmp.Diff(want, got.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 }

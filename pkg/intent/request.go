@@ -19,8 +19,11 @@ const (
 	GPUShare Dialect = "gpushare"
 	// KAI is the KAI scheduler's pod annotations gpu-fraction / gpu-memory.
 	KAI Dialect = "kai"
-	// Volcano is volcano.sh/vgpu-number, vgpu-memory and vgpu-cores.
+	// Volcano is volcano.sh/vgpu-number, vgpu-memory, vgpu-memory-percentage and vgpu-cores.
 	Volcano Dialect = "volcano"
+	// VolcanoShare is Volcano's older GPU share plugin: volcano.sh/gpu-memory
+	// (MiB of one GPU) or volcano.sh/gpu-number (whole GPUs).
+	VolcanoShare Dialect = "volcano-share"
 )
 
 // Form is what a request amounts to once its dialect is read away.
@@ -90,6 +93,9 @@ type Request struct {
 	Profile string `json:"profile,omitempty"`
 	// Source lists the fields the request was read from, as "key=value", for explanations.
 	Source []string `json:"source"`
+	// Warnings name keys read but dropped (HAMi's nvidia.com/priority); Read
+	// moves them to Pod.Warnings.
+	Warnings []string `json:"-"`
 }
 
 // Pod is a pod's GPU intent: its GPU containers and the pod-level hints.
@@ -103,6 +109,15 @@ type Pod struct {
 	Backend Backend `json:"backend"`
 	// Model is gpuadmit.io/model, a catalog model name the pod insists on; empty when unset.
 	Model string `json:"model"`
+	// UseTypes are HAMi's nvidia.com/use-gputype: the pod may only use GPUs
+	// whose model or product contains one of them, ignoring case; nil when unset.
+	UseTypes []string `json:"useTypes"`
+	// AvoidTypes are HAMi's nvidia.com/nouse-gputype: GPUs whose model or
+	// product contains one of them are not for the pod; nil when unset.
+	AvoidTypes []string `json:"avoidTypes"`
+	// Warnings name, key by key, what the pod asks for that gpuadmit reads
+	// but cannot honour (a GPU UUID pin, another scheduler's packing hint).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // AsksForGPU reports whether any container asks for GPU.

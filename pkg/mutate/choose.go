@@ -46,7 +46,7 @@ func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.
 			reasons = append(reasons, fmt.Sprintf("policy revision %s offers no placement for container %q", d.Revision, r.Container))
 		}
 	}
-	return nil, reasons
+	return nil, append(reasons, notOffered(want, d, inv)...)
 }
 
 // poolOrder lists the pools the candidates name, in order of first mention.

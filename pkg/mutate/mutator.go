@@ -3,6 +3,7 @@ package mutate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -127,6 +128,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if len(want.Warnings) > 0 {
+		d.Warnings = append(slices.Clone(want.Warnings), d.Warnings...)
+	}
 	if len(d.Deny) > 0 {
 		return denyByPolicy(pod, d), nil
 	}
@@ -135,8 +139,13 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	}
 	ch, reasons := choose(pod, want, d, inv)
 	if ch == nil {
-		return deny(pod, noPoolMessage(want, reasons, inv)), nil
+		r := deny(pod, noPoolMessage(want, reasons, inv))
+		if len(d.Warnings) > 0 {
+			r.Warnings = d.Warnings
+		}
+		return r, nil
 	}
+	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
 	res, err := apply(pod, want, d, ch)
 	if err == nil && res.Allowed {
 		m.resolvePriority(ctx, res.Pod)
@@ -169,10 +178,23 @@ func input(req Request, want intent.Pod, pools policy.Pools) policy.Input {
 		Namespace:  namespaceOf(req),
 		Pod:        req.Pod,
 		Containers: want.Requests,
-		Hints:      policy.Hints{Class: want.Class, Backend: string(want.Backend), Model: want.Model},
+		Hints:      hints(want),
 		Pools:      pools,
 		Quota:      quotaInput(req.Quota),
 	}
+}
+
+// hints are the pod-level hints as the policy reads them, lists never null.
+func hints(want intent.Pod) policy.Hints {
+	return policy.Hints{Class: want.Class, Backend: string(want.Backend), Model: want.Model,
+		UseTypes: orNone(want.UseTypes), AvoidTypes: orNone(want.AvoidTypes)}
+}
+
+func orNone(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // quotaInput is input.quota: the hard limits and usage of the namespace's

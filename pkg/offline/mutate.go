@@ -19,38 +19,59 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
-// MutateOptions are the inputs of one offline decision.
+// MutateOptions are the inputs of one offline run.
 type MutateOptions struct {
-	// PodFile is the pod to admit (YAML or JSON). Required.
+	// PodFile is what to decide for: a file, "-" for standard input, or a
+	// directory searched recursively for *.yaml, *.yml and *.json. Each file
+	// may hold several documents and Lists; Pods, Deployments, StatefulSets,
+	// DaemonSets, ReplicaSets, Jobs and CronJobs are decided, other kinds are
+	// skipped with a note. Required.
 	PodFile string
 	// NodesFile is a YAML stream of Nodes the inventory is built from. Required.
 	NodesFile string
-	// NamespaceFile is the pod's Namespace; empty means one without labels.
+	// NamespaceFile is the Namespace of objects that name none, and its labels
+	// apply to objects in it; empty means "default", without labels.
 	NamespaceFile string
 	// PoliciesDir is the policy set; empty means the embedded default set.
 	PoliciesDir string
-	// Output is "yaml" (for people, the default) or "json" (one object).
+	// Output is "yaml" (for people, the default) or "json" (an array of Results).
 	Output string
+	// Stdin is read for PodFile "-"; nil means os.Stdin.
+	Stdin io.Reader
+	// Notes receives a line for each document skipped; nil means os.Stderr.
+	Notes io.Writer
 }
 
-// Output is what `gpuadmit mutate -o json` prints: exactly one object.
+// Output is one element of what `gpuadmit mutate -o json` prints, a JSON
+// array with one Output per Pod or pod template, in input order.
 type Output struct {
-	Allowed     bool                  `json:"allowed"`
-	Message     string                `json:"message"`
-	Warnings    []string              `json:"warnings"`
-	Patch       []jsonpatch.Operation `json:"patch"`
-	Pod         map[string]any        `json:"pod"`
-	Explanation string                `json:"explanation"`
+	// Kind, Namespace and Name are the object's; Source is the file it came from ("-" for stdin).
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	// Allowed, Message and Warnings are the webhook's answer for the object's pods.
+	Allowed  bool     `json:"allowed"`
+	Message  string   `json:"message"`
+	Warnings []string `json:"warnings"`
+	// Patch is the JSON patch against the pod (for a workload, the pod its
+	// template makes: metadata and spec of spec.template as a Pod).
+	Patch []jsonpatch.Operation `json:"patch"`
+	// Pod is that pod as gpuadmit admits it (as it arrived when denied).
+	Pod map[string]any `json:"pod"`
+	// Explanation is the paragraph a person can follow.
+	Explanation string `json:"explanation"`
 }
 
-// Mutate decides for the pod and writes the result to w. It returns an error
-// only when it could not decide (unreadable input, a broken policy set); a
-// denial is a decision and is written like any other.
+// Mutate decides for every Pod and pod template of opts.PodFile and writes
+// the results to w. It returns an error only when it could not decide
+// (unreadable input, a broken policy set); a denial is a decision and is
+// written like any other.
 func Mutate(ctx context.Context, opts MutateOptions, w io.Writer) error {
 	if opts.Output != "" && opts.Output != "yaml" && opts.Output != "json" {
 		return fmt.Errorf("output %q: use yaml or json", opts.Output)
 	}
-	req, inv, err := readInputs(opts)
+	objs, ns, inv, err := readInputs(opts)
 	if err != nil {
 		return err
 	}
@@ -58,18 +79,34 @@ func Mutate(ctx context.Context, opts MutateOptions, w io.Writer) error {
 	if _, err := engine.Load(ctx, policySource(opts.PoliciesDir)); err != nil {
 		return err
 	}
-	res, err := mutate.NewMutator(engine, mutate.StaticInventory{Inv: inv}, mutate.MutatorOptions{}).Mutate(ctx, req)
-	if err != nil {
-		return fmt.Errorf("decide for %s: %w", opts.PodFile, err)
-	}
-	out, err := toOutput(res)
-	if err != nil {
-		return err
+	m := mutate.NewMutator(engine, mutate.StaticInventory{Inv: inv}, mutate.MutatorOptions{})
+	outs := make([]Output, 0, len(objs))
+	for _, o := range objs {
+		out, err := decide(ctx, m, o, ns)
+		if err != nil {
+			return err
+		}
+		outs = append(outs, out)
 	}
 	if opts.Output == "json" {
-		return writeJSON(w, out)
+		return writeJSON(w, outs)
 	}
-	return writeYAML(w, out, inv.Warnings)
+	return writeYAML(w, objs, outs, inv.Warnings)
+}
+
+// decide runs the webhook's decision for the object's pod.
+func decide(ctx context.Context, m *mutate.Mutator, o object, ns *corev1.Namespace) (Output, error) {
+	req := mutate.Request{Pod: o.pod}
+	if ns != nil && ns.Name == o.pod.Namespace {
+		req.Namespace = ns
+	}
+	res, err := m.Mutate(ctx, req)
+	if err != nil {
+		return Output{}, fmt.Errorf("decide for %s %q in %s: %w", o.kind, o.name, o.source, err)
+	}
+	out, err := toOutput(res)
+	out.Kind, out.Namespace, out.Name, out.Source = o.kind, o.namespace, o.name, o.source
+	return out, err
 }
 
 func policySource(dir string) policy.Source {
@@ -79,34 +116,45 @@ func policySource(dir string) policy.Source {
 	return policy.Directory(dir)
 }
 
-func readInputs(opts MutateOptions) (mutate.Request, *inventory.Inventory, error) {
-	var req mutate.Request
+func readInputs(opts MutateOptions) ([]object, *corev1.Namespace, *inventory.Inventory, error) {
 	if opts.PodFile == "" || opts.NodesFile == "" {
-		return req, nil, fmt.Errorf("a pod file (-f) and a nodes file (--nodes) are required")
+		return nil, nil, nil, fmt.Errorf("a file, directory or - (-f) and a nodes file (--nodes) are required")
 	}
-	req.Pod = &corev1.Pod{}
-	if err := readObject(opts.PodFile, "Pod", req.Pod); err != nil {
-		return req, nil, err
-	}
+	var ns *corev1.Namespace
+	defaultNS := "default"
 	if opts.NamespaceFile != "" {
-		req.Namespace = &corev1.Namespace{}
-		if err := readObject(opts.NamespaceFile, "Namespace", req.Namespace); err != nil {
-			return req, nil, err
+		ns = &corev1.Namespace{}
+		if err := readObject(opts.NamespaceFile, "Namespace", ns); err != nil {
+			return nil, nil, nil, err
 		}
-		if req.Pod.Namespace == "" {
-			req.Pod.Namespace = req.Namespace.Name
-		}
+		defaultNS = ns.Name
 	}
-	f, err := os.Open(opts.NodesFile)
+	in, notes := opts.Stdin, opts.Notes
+	if in == nil {
+		in = os.Stdin
+	}
+	if notes == nil {
+		notes = os.Stderr
+	}
+	objs, err := readObjects(opts.PodFile, in, notes, defaultNS)
 	if err != nil {
-		return req, nil, fmt.Errorf("read nodes: %w", err)
+		return nil, nil, nil, err
+	}
+	inv, err := readInventory(opts.NodesFile)
+	return objs, ns, inv, err
+}
+
+func readInventory(path string) (*inventory.Inventory, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	defer f.Close()
 	nodes, err := inventory.ReadNodes(f)
 	if err != nil {
-		return req, nil, fmt.Errorf("read nodes from %s: %w", opts.NodesFile, err)
+		return nil, fmt.Errorf("read nodes from %s: %w", path, err)
 	}
-	return req, inventory.Build(nodes, allocator.Default()), nil
+	return inventory.Build(nodes, allocator.Default()), nil
 }
 
 // readObject reads one object of the given kind, refusing fields the kind does not have.

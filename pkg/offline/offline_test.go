@@ -40,15 +40,26 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	return path
 }
 
-// mutateJSON runs Mutate with JSON output and decodes the one object it must print.
+// mutateJSON runs Mutate with JSON output and decodes the one result it must print.
 func mutateJSON(t *testing.T, o offline.MutateOptions) map[string]any {
 	t.Helper()
+	outs := mutateAll(t, o)
+	if len(outs) != 1 {
+		t.Fatalf("got %d results, want 1: %v", len(outs), outs)
+	}
+	return outs[0]
+}
+
+// mutateAll runs Mutate with JSON output and decodes the array it must print, and nothing after it.
+func mutateAll(t *testing.T, o offline.MutateOptions) []map[string]any {
+	t.Helper()
+	o.Output = "json"
 	var buf bytes.Buffer
 	if err := offline.Mutate(context.Background(), o, &buf); err != nil {
 		t.Fatalf("Mutate: %v", err)
 	}
 	dec := json.NewDecoder(&buf)
-	var out map[string]any
+	var out []map[string]any
 	if err := dec.Decode(&out); err != nil {
 		t.Fatalf("decode output: %v\n%s", err, buf.String())
 	}
@@ -80,7 +91,7 @@ func TestMutateJSON(t *testing.T) {
 					}
 				}
 			})
-			if diff := cmp.Diff([]string{"allowed", "explanation", "message", "patch", "pod", "warnings"}, keys); diff != "" {
+			if diff := cmp.Diff([]string{"allowed", "explanation", "kind", "message", "name", "namespace", "patch", "pod", "source", "warnings"}, keys); diff != "" {
 				t.Errorf("keys (-want +got):\n%s", diff)
 			}
 			if out["allowed"] != true {
@@ -153,11 +164,11 @@ func TestMutateErrors(t *testing.T) {
 		opts offline.MutateOptions
 		want string // the error says it
 	}{
-		"a missing pod file":       {opts: opts(filepath.Join(dir, "nope.yaml"), "json"), want: "nope.yaml"},
-		"a missing nodes file":     {opts: offline.MutateOptions{PodFile: hami, NodesFile: filepath.Join(dir, "nodes.yaml")}, want: "nodes.yaml"},
-		"a Deployment, not a Pod":  {opts: opts(deployment, "json"), want: `"Deployment"`},
-		"an unknown output format": {opts: opts(hami, "xml"), want: "xml"},
-		"a broken policy set":      {opts: offline.MutateOptions{PodFile: hami, NodesFile: nodesFile, PoliciesDir: broken}, want: broken},
+		"a missing pod file":              {opts: opts(filepath.Join(dir, "nope.yaml"), "json"), want: "nope.yaml"},
+		"a missing nodes file":            {opts: offline.MutateOptions{PodFile: hami, NodesFile: filepath.Join(dir, "nodes.yaml")}, want: "nodes.yaml"},
+		"a Deployment without a template": {opts: opts(deployment, "json"), want: "no pod template at spec.template"},
+		"an unknown output format":        {opts: opts(hami, "xml"), want: "xml"},
+		"a broken policy set":             {opts: offline.MutateOptions{PodFile: hami, NodesFile: nodesFile, PoliciesDir: broken}, want: broken},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -313,17 +324,15 @@ func TestTestRefusesInvalidQuotas(t *testing.T) {
 	}
 }
 
-func TestMutateRefusesSeveralPods(t *testing.T) {
+func TestMutateSeveralPods(t *testing.T) {
 	dir := t.TempDir()
 	pod, _ := os.ReadFile("../../examples/pods/hami-memory.yaml")
 	f := writeFile(t, dir, "two.yaml", string(pod)+"---\n"+string(pod))
-	var buf bytes.Buffer
-	err := offline.Mutate(context.Background(), offline.MutateOptions{PodFile: f, NodesFile: "../../examples/nodes.yaml"}, &buf)
-	if err == nil || !strings.Contains(err.Error(), "2 documents") {
-		t.Errorf("err = %v, want a refusal naming the 2 documents", err)
+	if outs := mutateAll(t, offline.MutateOptions{PodFile: f, NodesFile: nodesFile}); len(outs) != 2 {
+		t.Errorf("got %d results for two pods, want 2", len(outs))
 	}
 	one := writeFile(t, dir, "one.yaml", "# a comment\n---\n"+string(pod))
-	if err := offline.Mutate(context.Background(), offline.MutateOptions{PodFile: one, NodesFile: "../../examples/nodes.yaml"}, &buf); err != nil {
-		t.Errorf("a pod after a comment-only document: %v", err)
+	if outs := mutateAll(t, offline.MutateOptions{PodFile: one, NodesFile: nodesFile}); len(outs) != 1 {
+		t.Errorf("a pod after a comment-only document: got %d results, want 1", len(outs))
 	}
 }

@@ -9,29 +9,41 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func writeJSON(w io.Writer, out Output) error {
+func writeJSON(w io.Writer, outs []Output) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(outs)
 }
 
-// writeYAML prints the verdict and explanation as comments above the pod, so
-// the output stays a pod a person can read and kubectl can apply.
-func writeYAML(w io.Writer, out Output, inventoryWarnings []string) error {
+// writeYAML prints, object by object, the verdict and explanation as comments
+// above the rewritten object (the Pod, or the workload with its template
+// rewritten), so the output stays a stream a person can read and kubectl can
+// apply. A denied object is printed as comments only.
+func writeYAML(w io.Writer, objs []object, outs []Output, inventoryWarnings []string) error {
 	var b strings.Builder
-	verdict := "allowed"
-	if !out.Allowed {
-		verdict = "denied"
-	}
-	fmt.Fprintf(&b, "# gpuadmit: %s (%d patch operations)\n", verdict, len(out.Patch))
-	comment(&b, out.Explanation) // it ends with the warnings
-	for _, warn := range inventoryWarnings {
-		comment(&b, "inventory: "+warn)
-	}
-	if out.Allowed {
-		y, err := yaml.Marshal(out.Pod)
+	for i, out := range outs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		verdict := "allowed"
+		if !out.Allowed {
+			verdict = "denied"
+		}
+		fmt.Fprintf(&b, "# gpuadmit: %s (%d patch operations)\n", verdict, len(out.Patch))
+		if len(outs) > 1 || out.Kind != "Pod" {
+			fmt.Fprintf(&b, "# %s %s/%s from %s\n", out.Kind, out.Namespace, out.Name, out.Source)
+		}
+		comment(&b, out.Explanation) // it ends with the warnings
+		for _, warn := range inventoryWarnings {
+			comment(&b, "inventory: "+warn)
+		}
+		if !out.Allowed {
+			continue
+		}
+		objs[i].setTemplate(out.Pod)
+		y, err := yaml.Marshal(objs[i].raw)
 		if err != nil {
-			return fmt.Errorf("encode pod: %w", err)
+			return fmt.Errorf("encode %s %q: %w", out.Kind, out.Name, err)
 		}
 		b.Write(y)
 	}

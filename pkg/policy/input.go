@@ -35,9 +35,13 @@ type Namespace struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-// Hints are a pod's gpuadmit.io/class, gpuadmit.io/backend and gpuadmit.io/model.
+// Hints are a pod's gpuadmit.io/class, gpuadmit.io/backend and
+// gpuadmit.io/model, and the GPU types HAMi's nvidia.com/use-gputype and
+// nouse-gputype name (never null: empty when unset).
 type Hints struct {
-	Class   string `json:"class"`
-	Backend string `json:"backend"`
-	Model   string `json:"model"`
+	Class      string   `json:"class"`
+	Backend    string   `json:"backend"`
+	Model      string   `json:"model"`
+	UseTypes   []string `json:"useTypes"`
+	AvoidTypes []string `json:"avoidTypes"`
 }

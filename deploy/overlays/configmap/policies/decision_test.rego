@@ -101,6 +101,31 @@ test_unknown_model_is_denied if {
 	contains(msg, "B200")
 }
 
+test_use_gputype_keeps_pools_whose_model_or_product_contains_a_type if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"useTypes": ["a100", "V100"]})
+	pools_of(d, "main") == ["a100-mig", "a100-whole"]
+	count(d.deny) == 0
+}
+
+test_use_gputype_matches_the_product_label if {
+	pools := [object.union(t4_whole, {"product": "Tesla-T4"}), a100_whole]
+	pin := object.union(pod_input([mem("main", 3000)], {"useTypes": ["Tesla"]}), {"pools": pools})
+	d := gpuadmit.decision with input as pin
+	pools_of(d, "main") == ["t4-whole"]
+}
+
+test_nouse_gputype_drops_pools if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"avoidTypes": ["A100", "T4"]})
+	pools_of(d, "main") == ["h100-mig"]
+}
+
+test_gpu_types_that_leave_no_pool_are_denied_naming_the_pools if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"useTypes": ["V100"]})
+	some msg in d.deny
+	contains(msg, `nvidia.com/use-gputype "V100"`)
+	contains(msg, "t4-whole (model T4")
+}
+
 test_tolerations_follow_the_pool_taints if {
 	d := gpuadmit.decision with input as pod_input([mem("main", 30000)], {})
 	d.placement.main[0].tolerations == [{"key": "gpu", "operator": "Equal", "value": "h100", "effect": "NoSchedule"}]
@@ -217,4 +242,54 @@ test_share_goes_to_the_smallest_share_that_covers if {
 test_share_too_small_goes_last if {
 	d := gpuadmit.decision with input as share_input(15000)
 	pools_of(d, "main") == ["h100-share-4", "h100-share-8"]
+}
+
+a100_single := {
+	"name": "a100-single", "model": "A100-40GB", "mode": "mig-single", "gpuMemoryMiB": 40960, "memorySlices": 8,
+	"product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+	"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
+	"profiles": [{"name": "1g.5gb", "memoryMiB": 4864, "memorySlices": 1, "computeSlices": 1}],
+	"taints": [],
+}
+
+whole(name, n) := {"name": name, "kind": "app", "dialect": "nvidia", "form": "whole", "count": n, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+
+single_input(selector) := object.union(pod_input([whole("main", 1)], {}), {
+	"pools": [a100_single, a100_whole],
+	"pod": {"metadata": {"name": "p"}, "spec": {"nodeSelector": selector}},
+})
+
+test_whole_gpu_selecting_a_mig_single_pool_is_its_slice if {
+	d := gpuadmit.decision with input as single_input({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"})
+	d.placement.main[0] == {"pool": "a100-single", "backend": "mig", "profile": "1g.5gb", "rule": "default/whole-on-selected-mig-single", "tolerations": []}
+}
+
+test_whole_gpu_without_that_selector_stays_whole if {
+	d := gpuadmit.decision with input as single_input({"kubernetes.io/os": "linux"})
+	pools_of(d, "main") == ["a100-whole"]
+}
+
+test_several_gpus_prefer_whole_gpus if {
+	d := gpuadmit.decision with input as pod_input([object.union(mem("main", 30000), {"count": 2})], {})
+	d.placement.main[0].backend == "whole"
+	[b | some cand in d.placement.main; b := cand.backend][count(d.placement.main) - 1] != "whole"
+}
+
+test_one_gpu_still_prefers_mig if {
+	d := gpuadmit.decision with input as pod_input([mem("main", 30000)], {})
+	d.placement.main[0].backend == "mig"
+}
+
+test_several_slices_denied_by_data_leaves_no_mig_candidate if {
+	d := gpuadmit.decision with input as pod_input([object.union(mem("main", 30000), {"count": 2})], {})
+		with data.gpuadmit.config.severalMIGSlicesPerContainer as "deny"
+	every cand in d.placement.main { cand.backend != "mig" }
+}
+
+test_several_profile_slices_denied_by_data if {
+	c := {"name": "main", "kind": "app", "dialect": "mig", "form": "profile", "profile": "3g.40gb", "count": 2, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+	d := gpuadmit.decision with input as pod_input([c], {})
+		with data.gpuadmit.config.severalMIGSlicesPerContainer as "deny"
+	some msg in d.deny
+	contains(msg, "2 MIG 3g.40gb slices")
 }

@@ -1,0 +1,35 @@
+package mutate
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// notOffered says, for each pool of the inventory that no candidate names,
+// that the policy did not offer it and what kind of pool it is, so that a
+// "no placement" denial accounts for every pool, not only those tried.
+func notOffered(want intent.Pod, d policy.Decision, inv *inventory.Inventory) []string {
+	offered := poolOrder(want, d)
+	var out []string
+	for _, p := range inv.Pools {
+		if slices.Contains(offered, p.Name) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("pool %s: policy revision %s offers no candidate on it (a %s pool of %s, product %s)%s",
+			p.Name, d.Revision, poolKind(p), p.Model, p.Product, selectorNote(p)))
+	}
+	return out
+}
+
+// selectorNote adds the hint a MIG single-strategy pool needs: whole-GPU
+// requests reach it by selecting it, as NVIDIA's MIG single strategy expects.
+func selectorNote(p *inventory.Pool) string {
+	if p.Mode != inventory.MIGSingle {
+		return ""
+	}
+	return fmt.Sprintf("; nvidia.com/gpu reaches it with the nodeSelector %s", formatMap(p.NodeSelector))
+}
