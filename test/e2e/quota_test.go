@@ -24,7 +24,7 @@ const memHard = "requests." + inventory.ResourceMemoryMiB
 // quotaNamespaces are declared in the "quotas" policy version below.
 var quotaDecls = `gpuadmit:
   quotas:
-  - {namespaces: [quota-peer], gpuMemory: 9728Mi}
+  - {namespaces: [quota-peer], gpuMemory: 163840Mi}
   - {namespaces: [quota-init], gpuMemory: 7680Mi}
   - {namespaces: [quota-mig], gpuMemory: 16Gi, models: {H100-80GB: 9984Mi}}
   - {namespaces: [quota-race], gpuMemory: 142080Mi}
@@ -93,13 +93,14 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 	defer swapPolicies(t, "v1")
 
 	t.Run("multi-GPU pods count every GPU", func(t *testing.T) {
-		quotaReady(t, ctx, "quota-peer", 9728)
-		// 2 GPUs × 2048 MiB: two 1g.5gb slices of 4864 MiB real each on this cluster, 9728 MiB.
+		quotaReady(t, ctx, "quota-peer", 163840)
+		// 2 GPUs × 2048 MiB: a multi-GPU request takes whole GPUs first (a CUDA
+		// process sees one MIG device), two A100-80GB here: 2 × 81920 MiB.
 		if err := env.Client.Create(ctx, gpuPod("quota-peer", "two", map[string]string{"nvidia.com/gpu": "2", "nvidia.com/gpumem": "2048"})); err != nil {
 			t.Fatalf("the 2-GPU pod: %v", err)
 		}
-		if u := usedMiB(t, ctx, "quota-peer"); u != 9728 {
-			t.Errorf("used %d MiB, want 9728 (both GPUs at their real size)", u)
+		if u := usedMiB(t, ctx, "quota-peer"); u != 163840 {
+			t.Errorf("used %d MiB, want 163840 (both GPUs at their real size)", u)
 		}
 		err := env.Client.Create(ctx, gpuPod("quota-peer", "more", map[string]string{"nvidia.com/gpumem": "1024"}))
 		if !isQuotaDenial(err) {
