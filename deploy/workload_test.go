@@ -65,6 +65,7 @@ func checkRBAC(t *testing.T, objs objects) {
 		"/pods:get", "/pods:list", "/pods:watch",
 		"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
 		"events.k8s.io/events:create", "events.k8s.io/events:patch",
+		"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
 		"resource.k8s.io/resourceclaimtemplates:create", "resource.k8s.io/resourceclaimtemplates:delete", "resource.k8s.io/resourceclaimtemplates:get", "resource.k8s.io/resourceclaimtemplates:list", "resource.k8s.io/resourceclaimtemplates:watch",
 		"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
 		"scheduling.k8s.io/priorityclasses:get", "scheduling.k8s.io/priorityclasses:list", "scheduling.k8s.io/priorityclasses:watch",

@@ -51,3 +51,23 @@ func TestDeviceClassesMatchTheCatalog(t *testing.T) {
 		t.Errorf("deviceclasses.yaml is not what the catalog gives; run go test ./deploy/dra -update (-want +got):\n%s", diff)
 	}
 }
+
+// TestOneClassPerExtendedResourceName: where two DeviceClasses carry one
+// extendedResourceName the scheduler uses only the newest, so gpuadmit's own
+// classes never share one.
+func TestOneClassPerExtendedResourceName(t *testing.T) {
+	owner := map[string]string{}
+	for _, c := range dra.DeviceClasses(allocator.Default()) {
+		if c.Spec.ExtendedResourceName == nil {
+			continue
+		}
+		name := *c.Spec.ExtendedResourceName
+		if other, ok := owner[name]; ok {
+			t.Errorf("DeviceClasses %s and %s both carry %s", other, c.Name, name)
+		}
+		owner[name] = c.Name
+	}
+	if owner["nvidia.com/gpu"] != dra.ClassGPU {
+		t.Errorf("nvidia.com/gpu is carried by %q, want %s", owner["nvidia.com/gpu"], dra.ClassGPU)
+	}
+}

@@ -24,6 +24,9 @@ type Inventory struct {
 	// them could hand one GPU out twice; each is also a warning.
 	Refused []Refusal
 	byName  map[string]*Pool
+
+	classFor func(resource string) string // see DRA.ClassFor
+	lost     map[string]bool              // extended resources another DeviceClass took
 }
 
 // Pool returns the pool with that name.
@@ -58,11 +61,26 @@ func Build(nodes []corev1.Node, cat *allocator.Catalog) *Inventory {
 // BuildWithSlices is Build where some nodes' GPUs are gpuadmit's DRA
 // driver's: those nodes are read from their ResourceSlices (dra.go).
 func BuildWithSlices(nodes []corev1.Node, rs []resourceapi.ResourceSlice, cat *allocator.Catalog) *Inventory {
-	dra := draNodes(rs)
+	return BuildDRA(nodes, DRA{Slices: rs}, cat)
+}
+
+// DRA is what the inventory reads of the cluster's DRA objects.
+type DRA struct {
+	// Slices are the cluster's ResourceSlices.
+	Slices []resourceapi.ResourceSlice
+	// ClassFor names the DeviceClass the scheduler uses for an extended
+	// resource (where several carry one name, the newest wins cluster-wide);
+	// nil takes gpuadmit's classes as the ones in use.
+	ClassFor func(resource string) string
+}
+
+// BuildDRA is Build where some nodes' GPUs are gpuadmit's DRA driver's.
+func BuildDRA(nodes []corev1.Node, d DRA, cat *allocator.Catalog) *Inventory {
+	dra := draNodes(d.Slices)
 	if cat == nil {
 		cat = allocator.Default()
 	}
-	inv := &Inventory{byName: map[string]*Pool{}}
+	inv := &Inventory{byName: map[string]*Pool{}, classFor: d.ClassFor}
 	sorted := make([]*corev1.Node, len(nodes))
 	for i := range nodes {
 		sorted[i] = &nodes[i]
@@ -118,7 +136,7 @@ func (inv *Inventory) classify(n *corev1.Node, devs []draDevice, cat *allocator.
 			return g, false
 		}
 		g.dra, g.offer, g.draStepMiB = true, allocator.ShareOffer{}, draShareStep(devs)
-		maps.Copy(g.alloc, draAllocatable(devs))
+		maps.Copy(g.alloc, inv.servedByGpuadmit(draAllocatable(devs)))
 	}
 	if share := doubleServed(g.alloc, offer); share != "" {
 		inv.refuse(n, doubleServedReason(g.alloc, share))

@@ -116,3 +116,30 @@ func draConflict(n map[string]int64) string {
 		"device plugin on nodes labelled %s=%s",
 		strings.Join(names, ", "), allocator.LabelNodeMode, allocator.NodeModeDRA)
 }
+
+// servedByGpuadmit keeps the extended resources whose DeviceClass, as the
+// scheduler picks it, is one of gpuadmit's driver's. Where another
+// DeviceClass carries the same extendedResourceName and is newer, the
+// scheduler hands that name to it on every node, so gpuadmit's DRA pools
+// cannot serve it: the inventory says so once and leaves it out.
+func (inv *Inventory) servedByGpuadmit(alloc map[string]int64) map[string]int64 {
+	if inv.classFor == nil {
+		return alloc
+	}
+	for r := range alloc {
+		class := inv.classFor(r)
+		if strings.HasSuffix(class, ".gpuadmit.io") {
+			continue
+		}
+		delete(alloc, r)
+		if inv.lost == nil {
+			inv.lost = map[string]bool{}
+		}
+		if !inv.lost[r] {
+			inv.lost[r] = true
+			inv.warnf("the scheduler serves %s from DeviceClass %q, not gpuadmit's: where two DeviceClasses carry one "+
+				"extendedResourceName the newest wins cluster-wide, so gpuadmit's DRA pools do not serve %s", r, class, r)
+		}
+	}
+	return alloc
+}

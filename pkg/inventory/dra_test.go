@@ -112,3 +112,24 @@ func TestDRANodesAreReadFromTheirSlices(t *testing.T) {
 		})
 	}
 }
+
+// Where a newer DeviceClass of another driver carries nvidia.com/gpu, the
+// scheduler gives that name to it on every node: gpuadmit's DRA pool no
+// longer counts nvidia.com/gpu, and the inventory says why.
+func TestDRAPoolLosesANameAnotherClassTook(t *testing.T) {
+	nodes := []corev1.Node{draNode("d-0", nil)}
+	slices := []resourceapi.ResourceSlice{slice("d-0", allocator.DRADriver, 1, draGPU("gpu-0", "H100-80GB", 81559))}
+	classFor := func(r string) string {
+		if r == "nvidia.com/gpu" {
+			return "gpu.nvidia.com"
+		}
+		return "gpu.gpuadmit.io"
+	}
+	inv := inventory.BuildDRA(nodes, inventory.DRA{Slices: slices, ClassFor: classFor}, nil)
+	for _, p := range inv.Pools {
+		if p.Allocatable["nvidia.com/gpu"] > 0 {
+			t.Errorf("pool %s counts nvidia.com/gpu, which DeviceClass gpu.nvidia.com serves", p.Name)
+		}
+	}
+	checkWarnings(t, inv.Warnings, []string{`serves nvidia.com/gpu from DeviceClass "gpu.nvidia.com", not gpuadmit's`})
+}

@@ -40,6 +40,11 @@ type Live struct {
 	// informer is wired to Handler), so nodes of gpuadmit's DRA driver form
 	// pools; nil where the cluster serves no resource.k8s.io/v1.
 	Slices client.Reader
+	// Classes, when set, tells which DeviceClass the scheduler uses for an
+	// extended resource (dynamic-resource-allocation's ExtendedResourceCache,
+	// fed by a DeviceClass informer wired to Handler too); nil takes
+	// gpuadmit's classes as the ones in use.
+	Classes DeviceClassLookup
 
 	refused map[string]string // node → reason last reported; under mu
 
@@ -92,7 +97,7 @@ func (l *Live) Inventory() *Inventory {
 			}
 		}
 	}
-	inv := BuildWithSlices(nodes.Items, slices.Items, l.cat)
+	inv := BuildDRA(nodes.Items, DRA{Slices: slices.Items, ClassFor: l.classFor()}, l.cat)
 	l.snap.Store(&snapshot{gen: gen, inv: inv})
 	poolCount.Set(float64(len(inv.Pools)))
 	for _, w := range inv.Warnings {
@@ -153,4 +158,22 @@ func relevantChange(o, n *corev1.Node) bool {
 		o.Annotations[allocator.AnnotationShare] != n.Annotations[allocator.AnnotationShare] ||
 		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
+}
+
+// DeviceClassLookup finds the DeviceClass the scheduler uses for an extended
+// resource; extendedresourcecache.ExtendedResourceCache satisfies it.
+type DeviceClassLookup interface {
+	GetDeviceClass(resourceName corev1.ResourceName) *resourceapi.DeviceClass
+}
+
+func (l *Live) classFor() func(string) string {
+	if l.Classes == nil {
+		return nil
+	}
+	return func(r string) string {
+		if c := l.Classes.GetDeviceClass(corev1.ResourceName(r)); c != nil {
+			return c.Name
+		}
+		return ""
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -191,6 +192,18 @@ func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, l
 		return err
 	}
 	live.Slices = mgr.GetCache()
+	// Which DeviceClass owns an extended resource, decided as the scheduler
+	// decides it (the same cache), so a newer foreign class that takes
+	// nvidia.com/gpu is seen.
+	classes := extendedresourcecache.NewExtendedResourceCache(log.WithName("deviceclasses"), live.Handler())
+	cinf, err := mgr.GetCache().GetInformer(ctx, &resourceapi.DeviceClass{})
+	if err != nil {
+		return fmt.Errorf("deviceclass informer: %w", err)
+	}
+	if _, err := cinf.AddEventHandler(classes); err != nil {
+		return err
+	}
+	live.Classes = classes
 	return nil
 }
 

@@ -8,8 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -49,6 +52,42 @@ func TestDRAPoolServesNvidiaGPUThroughTheDeviceClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, ctx, two, "unschedulable")
+
+	// A newer DeviceClass of another driver naming nvidia.com/gpu takes the
+	// name from gpuadmit's class cluster-wide (the scheduler's rule, read
+	// from the same ExtendedResourceCache the scheduler uses): the webhook
+	// stops placing nvidia.com/gpu pods on the DRA pool. Deleting that class
+	// does not give the name back — upstream's cache drops the mapping and
+	// restores no older class, in the scheduler too — until gpuadmit's
+	// class is written again (kubectl apply -k deploy/dra does).
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have a resolution of one second
+	other := &resourceapi.DeviceClass{}
+	other.Name = "gpu.other.example.com"
+	other.Spec.ExtendedResourceName = ptr.To("nvidia.com/gpu")
+	if err := env.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(context.Background(), other)
+	onPool := func() (bool, string) {
+		q := gpuPod("team-a", "dra-whole-probe", map[string]string{"nvidia.com/gpu": "1"})
+		q.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB"}
+		err := env.Client.Create(ctx, q, client.DryRunAll)
+		return err == nil && q.Spec.NodeSelector[inventory.LabelPool] == "dra-a100", errString(err)
+	}
+	waitFor(t, "the webhook leaves nvidia.com/gpu to the newer class", 30*time.Second, func() (bool, string) {
+		ok, why := onPool()
+		return !ok, why
+	})
+	if err := env.Client.Delete(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	ours := &resourceapi.DeviceClass{}
+	ours.Name = dra.ClassGPU
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"e2e.gpuadmit.io/reapplied":"true"}}}`))
+	if err := env.Client.Patch(ctx, ours, touch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the DRA pool serves nvidia.com/gpu again", 30*time.Second, onPool)
 }
 
 func toString(m map[string]string) string {
