@@ -21,6 +21,7 @@ func TestAgent(t *testing.T) {
 		"the agent is deploy/agent": {args: []string{"--set", "agent.enabled=true"}, like: "agent"},
 		"the agent with MPS is deploy/overlays/agent-mps": {
 			args: []string{"--set", "agent.enabled=true", "--set", "agent.mps.enabled=true"}, like: "overlays/agent-mps"},
+		"the DRA driver is deploy/dra": {args: []string{"--set", "dra.enabled=true"}, like: "dra"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

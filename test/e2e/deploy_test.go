@@ -69,6 +69,9 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"helm agent with MPS": {func() ([]byte, error) {
 			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "agent.mps.enabled=true")
 		}, 18},
+		"helm agent and DRA driver": {func() ([]byte, error) {
+			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "dra.enabled=true")
+		}, 40},
 	}
 	for name, r := range renders {
 		t.Run(name, func(t *testing.T) {
