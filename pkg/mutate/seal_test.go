@@ -2,11 +2,16 @@ package mutate
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -247,4 +252,84 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestHandlerReinvocationAfterANodeChange drives the handler with the
+// hami-create review, then with the pod it admitted, as the API server
+// sends it again when a later webhook changed the pod (reinvocation), after
+// the nodes of the chosen pool went away in between. Sealed, the pod passes
+// unchanged; unsealed (no key, as before seals) it is denied as forged.
+func TestHandlerReinvocationAfterANodeChange(t *testing.T) {
+	req := requestOf(t, reviewFiles(t)["hami-create"])
+	nodes := exampleNodes(t)
+	for name, tc := range map[string]struct {
+		keys      KeySet
+		wantAllow bool
+	}{
+		"sealed":           {keys: KeySet{Current: key1}, wantAllow: true},
+		"no key, deciding": {keys: KeySet{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			first := keyedHandler(t, tc.keys, nodes)
+			resp := first.Handle(context.Background(), req)
+			if !resp.Allowed || len(resp.Patches) == 0 {
+				t.Fatalf("first call: allowed %v, %d patches, %v; want a mutation", resp.Allowed, len(resp.Patches), resp.Result)
+			}
+			again := req
+			again.Object.Raw = patched(t, req.Object.Raw, resp.Patches)
+			var admitted corev1.Pod
+			if err := json.Unmarshal(again.Object.Raw, &admitted); err != nil {
+				t.Fatal(err)
+			}
+			then := keyedHandler(t, tc.keys, withoutPool(nodes, admitted.Spec.NodeSelector))
+			resp = then.Handle(context.Background(), again)
+			if resp.Allowed != tc.wantAllow || len(resp.Patches) != 0 {
+				t.Errorf("reinvocation: allowed %v, patches %v, %v; want allowed %v with no patch", resp.Allowed, resp.Patches, resp.Result, tc.wantAllow)
+			}
+		})
+	}
+}
+
+func keyedHandler(t *testing.T, keys KeySet, nodes []corev1.Node) *Handler {
+	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{RecordKeys: keys})
+	return NewHandler(m, teamA(t), podScheme(), HandlerOptions{})
+}
+
+func exampleNodes(t *testing.T) []corev1.Node {
+	f, err := os.Open("../../examples/nodes.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	nodes, err := inventory.ReadNodes(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+// withoutPool drops the nodes that sel selects.
+func withoutPool(nodes []corev1.Node, sel map[string]string) []corev1.Node {
+	var out []corev1.Node
+	for _, n := range nodes {
+		if !labels.SelectorFromSet(sel).Matches(labels.Set(n.Labels)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// patched applies an admission response's patch to a raw object.
+func patched(t *testing.T, raw []byte, ops []jsonpatch.JsonPatchOperation) []byte {
+	t.Helper()
+	b, _ := json.Marshal(ops)
+	p, err := jsonpatchapply.DecodePatch(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
