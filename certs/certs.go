@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -178,7 +179,8 @@ func (b *Bundle) ParseCA() (*x509.Certificate, *ecdsa.PrivateKey, error) {
 }
 
 // WriteDir writes ca.crt, ca.key, tls.crt and tls.key into dir, each file
-// replaced atomically (written aside, then renamed) so a watcher never reads half a file.
+// replaced atomically (written aside, then renamed) so a watcher never reads
+// half a file, and a development record key (RecordKeyFile) unless dir has one.
 func (b *Bundle) WriteDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -188,7 +190,24 @@ func (b *Bundle) WriteDir(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return writeRecordKey(filepath.Join(dir, RecordKeyFile))
+}
+
+// RecordKeyFile is the development key that seals the webhook's record
+// (the dev overlay's Secret gpuadmit-record-key). It is kept when the
+// certificates are made again, so pods sealed before still verify.
+const RecordKeyFile = "record-key"
+
+// writeRecordKey writes 32 random bytes, hex-encoded, unless path exists.
+func writeRecordKey(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("record key: %w", err)
+	}
+	return WriteFileAtomic(path, []byte(hex.EncodeToString(key)))
 }
 
 // WriteFileAtomic replaces path with data by writing a temporary file beside it and renaming it.

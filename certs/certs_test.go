@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -69,5 +71,32 @@ func TestWriteDir(t *testing.T) {
 	}
 	if _, err := tls.LoadX509KeyPair(dir+"/tls.crt", dir+"/tls.key"); err != nil {
 		t.Errorf("written pair does not load: %v", err)
+	}
+}
+
+// TestWriteDirKeepsTheRecordKey: the development record key is random, and
+// making the certificates again keeps it, so pods sealed before still verify.
+func TestWriteDirKeepsTheRecordKey(t *testing.T) {
+	dir := t.TempDir()
+	b, _ := Generate(Options{DNSNames: []string{"localhost"}})
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(filepath.Join(dir, RecordKeyFile))
+	if err != nil || len(first) != 64 {
+		t.Fatalf("record key %q, %v; want 64 hex digits", first, err)
+	}
+	if err := b.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, RecordKeyFile)); string(again) != string(first) {
+		t.Errorf("record key changed from %q to %q on a second write", first, again)
+	}
+	other := t.TempDir()
+	if err := b.WriteDir(other); err != nil {
+		t.Fatal(err)
+	}
+	if fresh, _ := os.ReadFile(filepath.Join(other, RecordKeyFile)); string(fresh) == string(first) {
+		t.Error("two directories got the same record key")
 	}
 }

@@ -27,11 +27,12 @@ import (
 
 // The names deploy/ and the webhook binary agree on.
 const (
-	namespace      = "gpuadmit-system"
-	serviceName    = "gpuadmit-webhook"
-	tlsSecretName  = "gpuadmit-webhook-tls"
-	serviceAccount = "gpuadmit"
-	image          = "ghcr.io/gpuadmit/gpuadmit:v0.1.0"
+	namespace       = "gpuadmit-system"
+	serviceName     = "gpuadmit-webhook"
+	tlsSecretName   = "gpuadmit-webhook-tls"
+	recordKeySecret = "gpuadmit-record-key"
+	serviceAccount  = "gpuadmit"
+	image           = "ghcr.io/gpuadmit/gpuadmit:v0.1.0"
 )
 
 // key names one rendered object.
@@ -236,9 +237,9 @@ func TestKustomize(t *testing.T) {
 		dir string
 		variant
 	}{
-		"base has no certificates": {dir: "base", variant: variant{check: checkNoCertificates}},
-		"cert-manager":             {dir: "overlays/cert-manager", variant: variant{check: checkCertManager}},
-		"dev with generated certs": {dir: devDir, variant: variant{check: checkSecretCA(bundle, true)}},
+		"base has no certificates": {dir: "base", variant: variant{check: all(checkNoCertificates, checkNoRecordKey)}},
+		"cert-manager":             {dir: "overlays/cert-manager", variant: variant{check: all(checkCertManager, checkNoRecordKey)}},
+		"dev with generated certs": {dir: devDir, variant: variant{check: all(checkSecretCA(bundle, true), checkDevRecordKey(devDir))}},
 		"configmap policies": {dir: "overlays/configmap", variant: variant{
 			policies: "--policies=/policies", check: all(checkCertManager, checkConfigMapPolicies(defaultPolicies(t)))}},
 		"git-sync policies": {dir: "overlays/git-sync", variant: variant{
@@ -272,7 +273,7 @@ func TestHelm(t *testing.T) {
 		like string
 		variant
 	}{
-		"defaults are the cert-manager overlay": {like: "overlays/cert-manager", variant: variant{check: checkCertManager}},
+		"defaults are the cert-manager overlay": {like: "overlays/cert-manager", variant: variant{check: all(checkCertManager, checkNoRecordKey)}},
 		"secret mode with a PEM caBundle": {
 			args:    []string{"--set", "certificates.mode=secret", "--set-file", "certificates.secret.caBundle=" + caFile},
 			variant: variant{check: checkSecretCA(bundle, false)}},

@@ -1,6 +1,8 @@
 package deploy_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpuadmit/gpuadmit/certs"
 )
 
 // podLabels are the webhook pods' labels; Service, PDB, anti-affinity and
@@ -197,12 +201,52 @@ func checkWebhookContainer(t *testing.T, pod corev1.PodSpec, c corev1.Container,
 	if tls.Secret == nil || tls.Secret.SecretName == "" {
 		t.Errorf("/tls is %+v, want a Secret volume", tls)
 	}
+	checkRecordKeyMount(t, pod, c)
 	if tmp := mount(t, pod, c, "/tmp"); tmp.EmptyDir == nil {
 		t.Errorf("/tmp is %+v, want an emptyDir", tmp)
 	}
 	for _, m := range c.VolumeMounts {
 		if m.MountPath != "/tmp" && !m.ReadOnly {
 			t.Errorf("webhook mounts %s read-write; only /tmp may be", m.MountPath)
+		}
+	}
+}
+
+// checkRecordKeyMount: the record keys come from the Secret
+// gpuadmit-record-key, mounted optional (the webhook runs without it, sealing
+// nothing) where --record-key-dir reads them.
+func checkRecordKeyMount(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	if !slices.Contains(c.Args, "--record-key-dir=/record-key") {
+		t.Errorf("webhook args %q lack --record-key-dir=/record-key", c.Args)
+	}
+	v := mount(t, pod, c, "/record-key")
+	if s := v.Secret; s == nil || s.SecretName != recordKeySecret || s.Optional == nil || !*s.Optional {
+		t.Errorf("/record-key is %+v, want the Secret %s, optional", v, recordKeySecret)
+	}
+}
+
+// checkNoRecordKey: no rendering but the dev overlay ships a record key (one
+// in a public manifest would seal nothing).
+func checkNoRecordKey(t *testing.T, objs objects) {
+	t.Helper()
+	if _, ok := objs[key{"Secret", namespace, recordKeySecret}]; ok {
+		t.Errorf("Secret %s rendered: its key would be public", recordKeySecret)
+	}
+}
+
+// checkDevRecordKey: the dev overlay's record key is the one `gpuadmit
+// certs` generated, 32 random bytes in hex.
+func checkDevRecordKey(dir string) func(*testing.T, objects) {
+	return func(t *testing.T, objs objects) {
+		t.Helper()
+		want, err := os.ReadFile(filepath.Join(dir, "certs", certs.RecordKeyFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := get[*corev1.Secret](t, objs, "Secret", namespace, recordKeySecret)
+		if got := string(s.Data["current"]); got != string(want) || len(got) != 64 {
+			t.Errorf("Secret %s current = %q, want the generated 64 hex digits %q", recordKeySecret, got, want)
 		}
 	}
 }

@@ -20,6 +20,7 @@ func main() {
 	flag.DurationVar(&o.PolicyInterval, "policy-poll-interval", 0, "how often the policy path is checked besides file events (default 10s)")
 	flag.DurationVar(&o.EvalTimeout, "eval-timeout", 0, "time budget of one policy evaluation (default 1s)")
 	flag.StringVar(&o.CertDir, "cert-dir", "", "directory with tls.crt and tls.key, reloaded when they change (default /tmp/k8s-webhook-server/serving-certs)")
+	flag.StringVar(&o.RecordKeyDir, "record-key-dir", "", "directory with the keys that seal gpuadmit's record (files current and optional previous, the Secret gpuadmit-record-key mounted), reloaded when they change; empty seals nothing")
 	flag.StringVar(&o.Host, "host", "", "address the webhook listens on (default all)")
 	flag.IntVar(&o.Port, "port", 9443, "webhook port")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)

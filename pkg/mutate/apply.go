@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -14,19 +15,25 @@ import (
 func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Result, error) {
 	out := pod.DeepCopy()
 	rec := record{}
+	w := &written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.pool.ExcludeNamed,
+		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
 	for _, a := range ch.assigns {
 		c := containerOf(out, a.req)
 		rec[c.Name] = originalGPU(c)
-		setResources(c, a.resources(ch.pool))
+		res := resourceList(a.resources(ch.pool))
+		setResources(c, res)
+		w.setResources(c.Name, res)
 	}
 	addClaims(out, ch.assigns)
+	w.addClaims(out)
 	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
 	}
+	w.NodeSelector = merged(ch.pool.NodeSelector, d.NodeSelector)
 	if ch.pool.ExcludeNamed {
 		excludeNamedPools(out)
 	}
-	addTolerations(out, ch.tolerations(d))
+	w.Tolerations = addTolerations(out, ch.tolerations(d))
 	setPriority(out, d.PriorityClassName)
 	setMeta(&out.Labels, d.Labels)
 	setMeta(&out.Annotations, d.Annotations)
@@ -45,13 +52,14 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 		Explanation: explain(pod, want, d, ch),
 		Revision:    d.Revision,
 		PassedOver:  ch.skipped,
+		written:     w,
 	}, nil
 }
 
 // setResources replaces every GPU and accounting key of the container with
 // the final resources, requests equal to limits, as the API server requires
 // of extended resources.
-func setResources(c *corev1.Container, res map[string]int64) {
+func setResources(c *corev1.Container, res corev1.ResourceList) {
 	for _, list := range []*corev1.ResourceList{&c.Resources.Limits, &c.Resources.Requests} {
 		for k := range *list {
 			if intent.IsGPUResource(k) || inventory.IsAccountingResource(string(k)) {
@@ -61,7 +69,7 @@ func setResources(c *corev1.Container, res map[string]int64) {
 		if *list == nil {
 			*list = corev1.ResourceList{}
 		}
-		for r, q := range resourceList(res) {
+		for r, q := range res {
 			(*list)[r] = q
 		}
 	}
@@ -90,8 +98,10 @@ func (ch *choice) tolerations(d policy.Decision) []corev1.Toleration {
 	return append(ts, d.Tolerations...)
 }
 
-// addTolerations appends each toleration the pod does not already have.
-func addTolerations(pod *corev1.Pod, ts []corev1.Toleration) {
+// addTolerations appends each toleration the pod does not already have,
+// and returns them all as written (the operator defaulted).
+func addTolerations(pod *corev1.Pod, ts []corev1.Toleration) []corev1.Toleration {
+	var out []corev1.Toleration
 	for _, t := range ts {
 		if t.Operator == "" {
 			t.Operator = corev1.TolerationOpEqual
@@ -99,7 +109,9 @@ func addTolerations(pod *corev1.Pod, ts []corev1.Toleration) {
 		if !hasToleration(pod.Spec.Tolerations, t) {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
 		}
+		out = append(out, t)
 	}
+	return out
 }
 
 func hasToleration(have []corev1.Toleration, t corev1.Toleration) bool {
@@ -122,6 +134,25 @@ func setPriority(pod *corev1.Pod, name string) {
 	pod.Spec.PriorityClassName = name
 	pod.Spec.Priority = nil
 	pod.Spec.PreemptionPolicy = nil
+}
+
+// merged is a's entries overridden by b's; nil when both are empty.
+func merged(a, b map[string]string) map[string]string {
+	var out map[string]string
+	setMeta(&out, a)
+	setMeta(&out, b)
+	return out
+}
+
+// userMeta drops gpuadmit's own annotations, which the MAC covers as they are.
+func userMeta(m map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range m {
+		if !IsOwnAnnotation(k) {
+			setMeta(&out, map[string]string{k: v})
+		}
+	}
+	return out
 }
 
 func setMeta(dst *map[string]string, src map[string]string) {

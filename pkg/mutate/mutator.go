@@ -81,6 +81,8 @@ type Result struct {
 	// PassedOver says, pool by pool, why the policy's preferred pools were
 	// not taken (a fallback); empty when the first preference was.
 	PassedOver []string
+
+	written *written // what apply wrote, for the seal
 }
 
 // Mutate decides for one pod. A denial is a Result with Allowed false; an
@@ -103,6 +105,9 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	out, err := m.decide(ctx, req)
 	if err != nil || !out.Allowed {
 		return out, err
+	}
+	if err := m.seal(req, &out); err != nil {
+		return Result{}, err
 	}
 	return withPatch(req.Pod, out)
 }
@@ -147,10 +152,27 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	}
 	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
 	res, err := apply(pod, want, d, ch)
-	if err == nil && res.Allowed {
-		m.resolvePriority(ctx, res.Pod)
+	if err != nil || !res.Allowed {
+		return res, err
 	}
-	return res, err
+	m.resolvePriority(ctx, res.Pod)
+	return res, nil
+}
+
+// seal seals an allowed result's record under the current key.
+func (m *Mutator) seal(req Request, res *Result) error {
+	if !res.Allowed {
+		return nil
+	}
+	return seal(m.keys(), namespaceOf(req).Name, res.Pod, res.written)
+}
+
+// keys are the record keys in force; none without a KeySource.
+func (m *Mutator) keys() KeySet {
+	if m.opts.RecordKeys == nil {
+		return KeySet{}
+	}
+	return m.opts.RecordKeys.RecordKeys()
 }
 
 // preparedPools converts the inventory's pools once per inventory (an

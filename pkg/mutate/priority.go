@@ -30,6 +30,15 @@ type MutatorOptions struct {
 	// policy sees it as unset (see withoutClusterDefault). With nil, a pod
 	// carrying the default is taken as its author's choice.
 	PriorityClasses PriorityClassGetter
+
+	// RecordKeys seal gpuadmit's record with a MAC (AnnotationMAC) over
+	// every value it wrote, so a pod that comes back — reinvocation after a
+	// later webhook, a saved pod applied again — passes unchanged when its
+	// values are still in place, even if the nodes or the policy changed
+	// meanwhile. Nil, or no current key (the offline CLI), seals nothing: a
+	// pod that comes back is verified by deciding again, which denies it
+	// when the decision changed.
+	RecordKeys KeySource
 }
 
 // resolvePriority fills spec.priority and spec.preemptionPolicy from the

@@ -10,22 +10,53 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // verify admits a pod that arrives with gpuadmit's annotations only if they
-// are what gpuadmit writes for it: the recorded request is restored, decided
-// again, and the result must equal the pod as it arrived. The policy revision
-// in the record may be older than the active one; if the decision is the same,
-// the record keeps the revision that made it.
+// are what gpuadmit wrote for it. A record sealed under a key this replica
+// holds is checked as it stands (verifySealed). Any other record is checked
+// by deciding again (verifyByDeciding).
 func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
+	keys := m.keys()
+	if len(keys.Current) == 0 {
+		return m.verifyByDeciding(ctx, req, nil)
+	}
+	w, err := unseal(keys, namespaceOf(req).Name, req.Pod)
+	if err != nil {
+		logf.FromContext(ctx).V(2).Info("record not sealed for this replica; deciding again", "pod", podRef(req.Pod), "reason", err.Error())
+		return m.verifyByDeciding(ctx, req, err)
+	}
+	return verifySealed(req.Pod, w), nil
+}
+
+// verifySealed admits a pod whose MAC verifies, unchanged, when every value
+// gpuadmit wrote is still in it as written and it has no GPU beyond them —
+// whatever the nodes or the policy are now: gpuadmit decided for this pod
+// and a later webhook (reinvocation) or a saved copy must not undo that.
+func verifySealed(pod *corev1.Pod, w *written) Result {
+	if miss := w.missing(pod); len(miss) > 0 {
+		return deny(pod, forged("the record is sealed, but the pod is no longer as gpuadmit wrote it at "+strings.Join(miss, ", ")))
+	}
+	return Result{Allowed: true, Pod: pod, Revision: w.Revision,
+		Explanation: fmt.Sprintf("gpuadmit already decided for this pod (policy revision %s); its sealed record verifies and every value gpuadmit wrote is in place, so nothing changes.", w.Revision)}
+}
+
+// verifyByDeciding restores the recorded request, decides again, and
+// requires the result to equal the pod as it arrived, seal aside (a seal
+// this replica cannot verify is replaced by its own, or removed). The
+// policy revision in the record may be older than the active one; if the
+// decision is the same, the record keeps the revision that made it.
+// unsealed says why the seal did not verify; nil where no key is configured.
+func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed error) (Result, error) {
 	pod := req.Pod
 	rec, err := decodeRecord(pod)
 	if err != nil {
-		return deny(pod, forged(err.Error())), nil
+		return deny(pod, forged(withSealReason(err.Error(), unsealed))), nil
 	}
 	orig, err := unmutate(pod, rec)
 	if err != nil {
-		return deny(pod, forged(err.Error())), nil
+		return deny(pod, forged(withSealReason(err.Error(), unsealed))), nil
 	}
 	again := req
 	again.Pod = orig
@@ -34,19 +65,30 @@ func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	if !out.Allowed {
-		return deny(pod, "the pod carries gpuadmit's record, but its recorded request is denied now: "+out.Message), nil
+		return deny(pod, withSealReason("the pod carries gpuadmit's record, but its recorded request is denied now: "+out.Message, unsealed)), nil
 	}
 	keepRecordedRevision(out.Pod, pod)
-	patch, err := diff(pod, out.Pod)
+	if err := m.seal(req, &out); err != nil {
+		return Result{}, err
+	}
+	patch, err := diff(withSealOf(pod, out.Pod), out.Pod)
 	if err != nil {
 		return Result{}, err
 	}
 	if len(patch) > 0 {
-		return deny(pod, forged("the pod differs from what gpuadmit writes for it at "+paths(patch))), nil
+		return deny(pod, forged(withSealReason("the pod differs from what gpuadmit writes for it at "+paths(patch), unsealed))), nil
 	}
-	out.Pod = pod
+	out.Pod = withSealOf(pod, out.Pod)
 	out.Explanation = "gpuadmit already decided for this pod and would decide the same now; nothing changes. " + out.Explanation
-	return out, nil
+	return withPatch(pod, out)
+}
+
+// withSealReason adds why the seal did not verify, where there was one to verify.
+func withSealReason(why string, unsealed error) string {
+	if unsealed == nil {
+		return why
+	}
+	return why + " (and its seal does not verify: " + unsealed.Error() + ")"
 }
 
 func forged(why string) string {

@@ -28,6 +28,12 @@ type Options struct {
 	// to the API server and etcd per pod create (docs/benchmarks.md measures
 	// it), and the decision annotation already records every decision.
 	PodEvents bool
+	// RecordKeyDir holds the keys that seal gpuadmit's record (files current
+	// and, during a rotation, previous: the Secret gpuadmit-record-key
+	// mounted), reloaded every PolicyInterval. Empty, or no current file,
+	// seals nothing: a pod that comes back (reinvocation) is decided again
+	// and denied when the nodes or the policy changed meanwhile.
+	RecordKeyDir string
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
 	// LeaderElection makes the quota reconciler run on one replica only (the

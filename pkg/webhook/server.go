@@ -90,7 +90,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 			return err
 		}
 	}
-	registerHandlers(mgr, engine, live, scheme, opts)
+	keys, err := addRecordKeys(mgr, opts, log)
+	if err != nil {
+		return err
+	}
+	registerHandlers(mgr, engine, live, keys, scheme, opts)
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: readiness(mgr, engine, watcher), log: log}); err != nil {
 		return err
 	}
@@ -207,8 +211,21 @@ func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, l
 	return nil
 }
 
-func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, scheme *runtime.Scheme, opts Options) {
-	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}})
+// addRecordKeys loads the record keys and reloads them; nil without a directory.
+func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.KeySource, error) {
+	if opts.RecordKeyDir == "" {
+		log.Info("no --record-key-dir: records are not sealed, and pods that come back are decided again")
+		return nil, nil
+	}
+	keys, err := newRecordKeys(opts.RecordKeyDir, opts.PolicyInterval, log.WithName("recordkeys"))
+	if err != nil {
+		return nil, err
+	}
+	return keys, mgr.Add(keys)
+}
+
+func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, scheme *runtime.Scheme, opts Options) {
+	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys})
 	ho := mutate.HandlerOptions{
 		Quotas:   quotas{mgr.GetCache()},
 		Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook"), admitted: opts.PodEvents},

@@ -108,6 +108,9 @@ func TestDryRunAndReapply(t *testing.T) {
 	if err := env.Client.Delete(ctx, saved, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+	if saved.Annotations[mutate.AnnotationMAC] == "" {
+		t.Errorf("the admitted pod carries no %s: the webhook runs with a record key and seals", mutate.AnnotationMAC)
+	}
 	waitGone(t, ctx, saved)
 	again := saved.DeepCopy()
 	again.ResourceVersion, again.UID, again.CreationTimestamp, again.ManagedFields, again.Status = "", types.UID(""), saved.CreationTimestamp, nil, corev1.PodStatus{}

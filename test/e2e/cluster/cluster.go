@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -257,9 +259,13 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	keyDir, err := c.recordKeyDir()
+	if err != nil {
+		return err
+	}
 	wo := c.env.WebhookInstallOptions
 	opts := webhook.Options{
-		Policies: c.opts.Policies, PolicyInterval: time.Second,
+		Policies: c.opts.Policies, PolicyInterval: time.Second, RecordKeyDir: keyDir,
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
 		PodEvents: c.opts.PodEvents,
@@ -275,6 +281,25 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 	go func() { w.done <- webhook.Run(wctx, cfg, opts, log) }()
 	c.webhook = w
 	return w.waitReady(30 * time.Second)
+}
+
+// recordKeyDir holds a random record key, made once per cluster (as the dev
+// overlay's), so the webhook seals its records as a deployed one does and a
+// restarted webhook still verifies the pods sealed before.
+func (c *Cluster) recordKeyDir() (string, error) {
+	dir := filepath.Join(c.LogDir, "record-key")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "current")
+	if _, err := os.Stat(path); err == nil {
+		return dir, nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(path, []byte(hex.EncodeToString(key)), 0o600)
 }
 
 func (w *inProcess) waitReady(timeout time.Duration) error {
