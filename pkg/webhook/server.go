@@ -110,9 +110,12 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// The claim-template reconciler needs only the pods that hold
-			// gpuadmit share claims, not every pod of the cluster.
+			// gpuadmit share claims, not every pod of the cluster. Nodes
+			// keep only what the inventory reads: whole Nodes (images,
+			// conditions) would not fit the webhook's memory limit.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{claim.LabelShare: "true"})},
+				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{claim.LabelShare: "true"})},
+				&corev1.Node{}: {Transform: inventory.StripNode},
 			},
 		},
 		WebhookServer: webhook.NewServer(webhook.Options{
