@@ -2,7 +2,7 @@ package inventory
 
 import "github.com/gpuadmit/gpuadmit/pkg/allocator"
 
-// Accounting resources (DESIGN.md, "Quotas"): the webhook adds them to every
+// Accounting resources: the webhook adds them to every
 // GPU container with the real MiB the container receives, and nodes advertise
 // them as capacity, so the API server's own ResourceQuota can cap GPU memory
 // across MIG slices, shares and whole GPUs, and per GPU model.
