@@ -71,7 +71,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err := mgr.Add(cw); err != nil {
 		return err
 	}
-	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: validQuotas})
+	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: quota.ValidSet})
 	trigger := make(chan event.TypedGenericEvent[*corev1.Namespace], 1024)
 	watcher, err := addPolicies(ctx, mgr, engine, opts, log, resync(mgr, trigger))
 	if err != nil {
