@@ -40,6 +40,10 @@ func (p *Pool) unitMiB(resource string) int64 {
 		return p.ShareUnitMiB
 	case p.Mode == Whole && resource == ResourceGPU:
 		return p.GPUMemoryMiB
+	case p.Mode == TimeSliced && resource == p.Resource:
+		// A replica isolates no memory; it counts as its GPU's memory over
+		// the replicas, so a node's replicas sum to its GPUs' memory.
+		return p.GPUMemoryMiB / max(p.ReplicasPerGPU, 1)
 	}
 	for _, pr := range p.Profiles {
 		if pr.Resource == resource {
