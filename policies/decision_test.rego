@@ -293,3 +293,31 @@ test_several_profile_slices_denied_by_data if {
 	some msg in d.deny
 	contains(msg, "2 MIG 3g.40gb slices")
 }
+
+l4_sliced := {"name": "l4-time-sliced", "model": "L4", "mode": "time-sliced", "gpuMemoryMiB": 23034, "replicasPerGPU": 4, "taints": []}
+
+whole(name, n) := {"name": name, "kind": "app", "dialect": "nvidia", "form": "whole", "count": n, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0}
+
+sliced_input(containers) := object.union(pod_input(containers, {}), {"pools": array.concat(all_pools, [l4_sliced])})
+
+test_whole_gpus_take_replicas_after_whole_pools if {
+	d := gpuadmit.decision with input as sliced_input([whole("main", 2)])
+	[[c.pool, c.backend] | some c in d.placement.main] == [["t4-whole", "whole"], ["a100-whole", "whole"], ["l4-time-sliced", "time-sliced"]]
+}
+
+test_memory_may_take_a_replica_before_whole_gpus if {
+	d := gpuadmit.decision with input as sliced_input([mem("main", 3000)])
+	pools_of(d, "main") == ["a100-mig", "h100-mig", "t4-shared", "l4-time-sliced", "t4-whole", "a100-whole"]
+	d.placement.main[3].backend == "time-sliced"
+}
+
+test_memory_never_on_replicas_when_the_data_says_never if {
+	d := gpuadmit.decision with input as sliced_input([mem("main", 3000)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	not "l4-time-sliced" in pools_of(d, "main")
+}
+
+test_a_mig_or_share_hint_keeps_off_replicas if {
+	d := gpuadmit.decision with input as object.union(sliced_input([whole("main", 1)]), {"hints": {"class": "", "backend": "whole", "model": ""}})
+	not "l4-time-sliced" in pools_of(d, "main")
+}

@@ -146,6 +146,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 		return r, nil
 	}
 	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
+	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
 	res, err := apply(pod, want, d, ch)
 	if err == nil && res.Allowed {
 		m.resolvePriority(ctx, res.Pod)

@@ -15,13 +15,16 @@ const (
 	BackendMIG    = "mig"
 	BackendShared = "shared"
 	BackendWhole  = "whole"
+	// BackendTimeSliced gives replicas of a time-sliced GPU: neither a
+	// whole GPU nor an isolated share of its memory.
+	BackendTimeSliced = "time-sliced"
 )
 
 // Candidate is one place a container may go; a placement lists them in order.
 type Candidate struct {
 	// Pool names an inventory pool.
 	Pool string `json:"pool"`
-	// Backend is mig, shared or whole.
+	// Backend is mig, shared, whole or time-sliced.
 	Backend string `json:"backend"`
 	// Profile pins a MIG profile; empty lets gpuadmit take the smallest that fits.
 	Profile string `json:"profile,omitempty"`
@@ -98,9 +101,9 @@ func (c Candidate) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("pool"), "a candidate names a pool"+rule))
 	}
 	switch c.Backend {
-	case BackendMIG, BackendShared, BackendWhole:
+	case BackendMIG, BackendShared, BackendWhole, BackendTimeSliced:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("backend"), c.Backend+rule, []string{BackendMIG, BackendShared, BackendWhole}))
+		errs = append(errs, field.NotSupported(p.Child("backend"), c.Backend+rule, []string{BackendMIG, BackendShared, BackendWhole, BackendTimeSliced}))
 	}
 	if c.Profile != "" && c.Backend != BackendMIG {
 		errs = append(errs, field.Invalid(p.Child("profile"), c.Profile, "only a mig candidate names a profile"+rule))
