@@ -134,6 +134,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if len(d.Deny) > 0 {
 		return denyByPolicy(pod, d), nil
 	}
+	if d.Pass {
+		return passed(pod, d), nil
+	}
 	if err := checkPlacementNames(want, d); err != nil {
 		return Result{}, err
 	}
@@ -150,6 +153,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	res, err := apply(pod, want, d, ch)
 	if err == nil && res.Allowed {
 		m.resolvePriority(ctx, res.Pod)
+		err = setScheduler(&res, d, ch)
 	}
 	return res, err
 }

@@ -32,11 +32,22 @@ type Candidate struct {
 	Rule string `json:"rule,omitempty"`
 	// Tolerations are added when this candidate is taken.
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// SchedulerName is the scheduler that owns the pool; empty means
+	// default-scheduler. A pod taken over from another scheduler
+	// (Decision.MigrateFrom), or one that names none, gets it.
+	SchedulerName string `json:"schedulerName,omitempty"`
 }
 
 // Decision is data.gpuadmit.decision, decoded and shape-checked.
 type Decision struct {
-	Deny              []string               `json:"deny"`
+	Deny []string `json:"deny"`
+	// Pass leaves the pod as it arrived, with Warnings: its own scheduler
+	// (spec.schedulerName) coexists with gpuadmit and decides for it.
+	Pass bool `json:"pass"`
+	// MigrateFrom names the foreign scheduler the pod was written for and
+	// gpuadmit takes it over from: the pod gets its pool's scheduler and
+	// loses the annotations only MigrateFrom reads. Empty otherwise.
+	MigrateFrom       string                 `json:"migrateFrom"`
 	Warnings          []string               `json:"warnings"`
 	Placement         map[string][]Candidate `json:"placement"`
 	PriorityClassName string                 `json:"priorityClassName"`
@@ -107,6 +118,11 @@ func (c Candidate) validate(p *field.Path) field.ErrorList {
 	}
 	if c.Profile != "" && c.Backend != BackendMIG {
 		errs = append(errs, field.Invalid(p.Child("profile"), c.Profile, "only a mig candidate names a profile"+rule))
+	}
+	if c.SchedulerName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.SchedulerName) {
+			errs = append(errs, field.Invalid(p.Child("schedulerName"), c.SchedulerName, msg+rule))
+		}
 	}
 	return append(errs, validateTolerations(p.Child("tolerations"), c.Tolerations)...)
 }

@@ -27,6 +27,7 @@ selected_slices(c) := [{
 	"profile": p.profiles[0].name,
 	"rule": "default/whole-on-selected-mig-single",
 	"tolerations": tolerations(p),
+	"schedulerName": pool_owner(p),
 } |
 	c.form == "whole"
 	input.hints.backend in {"", "mig"}
@@ -113,6 +114,7 @@ pool_candidates(c, backend) := [{
 	"backend": backend,
 	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
 	"tolerations": tolerations(pools[ranked[1]]),
+	"schedulerName": pool_owner(pools[ranked[1]]),
 } |
 	not mig_denied(c, backend)
 	some ranked in sort([[rank(c, backend, p), p.name] |
@@ -139,10 +141,12 @@ serves(p, "shared") if {
 }
 
 # model_allowed: the pool's GPUs are of the model gpuadmit.io/model names, and
-# of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not.
+# of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not,
+# and the pod's own scheduler, where it keeps one, may use the pool.
 model_allowed(p) if {
 	model_hint_allows(p)
 	type_allowed(p)
+	scheduler_allows(p)
 }
 
 model_hint_allows(_) if input.hints.model == ""
