@@ -31,7 +31,7 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/mutate ./pkg/inventory
 
-# bench-admission runs the admission latency study (issue 7: no webhook, a
+# bench-admission runs the admission latency study (no webhook, a
 # no-op webhook, gpuadmit and OPA at 10, 50 and 200 clients, about five
 # minutes on 2 cores) into docs/benchmarks/admission.
 bench-admission:

@@ -2,11 +2,14 @@
 # title: gpuadmit decision
 # description: |
 #   The document gpuadmit evaluates, data.gpuadmit.decision, and the pod-level
-#   rules: the class → PriorityClass map, the model hint, and warnings.
+#   rules: the class → PriorityClass map, the model hint, foreign
+#   schedulers, and warnings.
 package gpuadmit
 
 decision := {
-	"deny": deny,
+	"deny": deny_unless_passed,
+	"pass": passed,
+	"migrateFrom": migrate_from,
 	"warnings": warnings,
 	"placement": placement,
 	"priorityClassName": priority_class_name,
@@ -81,4 +84,59 @@ warnings contains msg if {
 	some c in input.containers
 	c.coresPercent > 0
 	msg := sprintf("container %q: a compute share of %d%% is not enforced on MIG slices, memory shares or whole GPUs; it is ignored", [c.name, c.coresPercent])
+}
+
+# pod_scheduler is the scheduler the pod's author named. The API server
+# writes default-scheduler into every pod that names none before admission,
+# so that name counts as unset.
+pod_scheduler := s if {
+	s := object.get(object.get(input.pod, "spec", {}), "schedulerName", "")
+	s != "default-scheduler"
+} else := ""
+
+scheduler_config := object.get(data.gpuadmit.config, "schedulers", {})
+
+# passed: the pod's scheduler coexists with gpuadmit, which leaves its pods
+# unchanged and denies none of them.
+passed if {
+	pod_scheduler != ""
+	pod_scheduler in object.get(scheduler_config, "coexist", [])
+} else := false
+
+deny_unless_passed := set() if passed
+
+else := deny
+
+# migrate_from names the scheduler gpuadmit takes the pod over from: the
+# pod gets its pool's owner instead, and loses that scheduler's annotations.
+migrate_from := pod_scheduler if {
+	not passed
+	pod_scheduler in object.get(scheduler_config, "migrate", [])
+} else := ""
+
+# pool_owner is the scheduler that owns the pool, default-scheduler unless
+# the data names another.
+pool_owner(p) := object.get(object.get(scheduler_config, "owners", {}), p.name, "default-scheduler")
+
+# scheduler_allows: a pod that keeps its scheduler goes only to pools that
+# scheduler owns or that are default-scheduler's; two schedulers never share
+# a pool.
+scheduler_allows(_) if pod_scheduler == ""
+
+scheduler_allows(_) if migrate_from != ""
+
+scheduler_allows(p) if pool_owner(p) in {pod_scheduler, "default-scheduler"}
+
+warnings contains msg if {
+	passed
+	msg := sprintf("spec.schedulerName %q: this cluster's policy leaves the pods of that scheduler to it; gpuadmit did not decide for this pod and changed nothing", [pod_scheduler])
+}
+
+deny contains msg if {
+	pod_scheduler != ""
+	migrate_from == ""
+	count(input.pools) > 0
+	count([p | some p in input.pools; scheduler_allows(p)]) == 0
+	owners := [sprintf("%s (%s)", [p.name, pool_owner(p)]) | some p in input.pools]
+	msg := sprintf("spec.schedulerName %q owns no GPU pool of this cluster, and another scheduler owns each: %s; remove spec.schedulerName, or name the scheduler of the pool the pod should run on", [pod_scheduler, concat(", ", sort(owners))])
 }

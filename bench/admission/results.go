@@ -264,7 +264,7 @@ func (r *Report) Markdown(w io.Writer) {
 	r.cpuTable(w)
 }
 
-// targets checks issue 7's targets for gpuadmit at every level: client p99
+// targets checks the study's targets for gpuadmit at every level: client p99
 // within 10% of the no-op webhook's and at or below OPA's, no errors, and a
 // server-side review p99 under 2 ms (histogram_quantile's estimate).
 func (r *Report) targets(w io.Writer) {

@@ -4,7 +4,7 @@
 // pkg/allocator as the placement engine. It reads the trace where it lies
 // (gpuadmit does not copy it).
 //
-// Protocol (gpuadmit issue; the paper §6.1; the artifact
+// Protocol (the paper §6.1; the artifact
 // github.com/hkust-adsl/kubernetes-scheduler-simulator, the code behind
 // alibaba/clusterdata's cluster-trace-gpu-v2023):
 //

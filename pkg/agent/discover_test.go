@@ -56,7 +56,8 @@ func TestDiscoverReadings(t *testing.T) {
 	}
 }
 
-// TestDiscoverReadingsRealSizes pins the sizes DESIGN.md names, read through
+// TestDiscoverReadingsRealSizes pins the real MIG sizes (9984 MiB for an H100
+// 1g.10gb, not 10240), read through
 // the fakes built from the readings, so no table can stand in for NVML.
 func TestDiscoverReadingsRealSizes(t *testing.T) {
 	want := map[string]map[string]int64{

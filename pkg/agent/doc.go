@@ -1,6 +1,6 @@
 // Package agent is gpuadmit's node agent: it discovers a node's GPUs with
 // NVML, publishes them on the Node (an annotation with per-GPU detail and the
-// accounting capacity of DESIGN.md, "Quotas"), and serves a kubelet device
+// accounting capacity that ResourceQuota counts GPU memory against), and serves a kubelet device
 // plugin that hands out GPU memory in shares of gpuadmit.io/gpu-mem. It
 // serves only on nodes an operator marked for device-plugin mode
 // (allocator.LabelNodeMode, which its DaemonSet selects).

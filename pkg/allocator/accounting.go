@@ -2,8 +2,8 @@ package allocator
 
 import "strings"
 
-// Accounting resources name GPU memory in MiB for ResourceQuota (DESIGN.md,
-// "Quotas"): the webhook requests them, the agent advertises them. They live
+// Accounting resources name GPU memory in MiB for ResourceQuota, so a
+// namespace quota caps GPU memory whatever its form: the webhook requests them, the agent advertises them. They live
 // here, the one package both sides import.
 const (
 	// ResourceMemoryMiB counts GPU memory in MiB, whatever its form.

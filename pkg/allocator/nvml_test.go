@@ -1,12 +1,14 @@
 package allocator
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,10 +87,29 @@ func profilesByName(ps []Profile) map[string]Profile {
 	return out
 }
 
+// TestNVMLCopiesMatchShared checks the copies in testdata/nvml against the
+// checksums of the originals recorded beside them (SHA256SUMS), so a clean
+// clone without the originals still tests its own copy, and against the
+// originals themselves where they are present.
 func TestNVMLCopiesMatchShared(t *testing.T) {
+	sums := readSums(t, filepath.Join("testdata", "nvml", "SHA256SUMS"))
+	copies, err := filepath.Glob(filepath.Join("testdata", "nvml", "*.txt"))
+	if err != nil || len(copies) == 0 {
+		t.Fatalf("no readings in testdata/nvml (%v)", err)
+	}
+	for _, c := range copies {
+		if _, ok := sums[filepath.Base(c)]; !ok {
+			t.Errorf("%s has no checksum in SHA256SUMS: it is not a copy of a reading", c)
+		}
+	}
+	for name, want := range sums {
+		if got := fileSum(t, filepath.Join("testdata", "nvml", name)); got != want {
+			t.Errorf("testdata/nvml/%s has sha256 %s, the reading has %s; copy it again from %s", name, got, want, sharedNVML)
+		}
+	}
 	entries, err := os.ReadDir(sharedNVML)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("%s is absent in this checkout; testdata/nvml stands on its own", sharedNVML)
+		return // the originals are not beside this checkout; the copies were checked above
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -97,23 +118,37 @@ func TestNVMLCopiesMatchShared(t *testing.T) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		want, err := os.ReadFile(filepath.Join(sharedNVML, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(filepath.Join("testdata", "nvml", e.Name()))
-		if err != nil {
-			t.Errorf("no copy of %s in testdata/nvml: %v", e.Name(), err)
-			continue
-		}
-		if !bytes.Equal(want, got) {
-			t.Errorf("testdata/nvml/%s differs from %s; copy it again", e.Name(), filepath.Join(sharedNVML, e.Name()))
+		if got := fileSum(t, filepath.Join(sharedNVML, e.Name())); got != sums[e.Name()] {
+			t.Errorf("%s has sha256 %s, SHA256SUMS says %q; copy the reading and its checksum again", e.Name(), got, sums[e.Name()])
 		}
 	}
-	copies, _ := filepath.Glob(filepath.Join("testdata", "nvml", "*.txt"))
-	for _, c := range copies {
-		if _, err := os.Stat(filepath.Join(sharedNVML, filepath.Base(c))); err != nil {
-			t.Errorf("%s has no original in %s: %v", c, sharedNVML, err)
-		}
+}
+
+// readSums reads a sha256sum listing: file name → hex digest.
+func readSums(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Fatalf("%s: malformed line %q", path, line)
+		}
+		out[name] = sum
+	}
+	return out
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Error(err)
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Resource names of the dialects (DESIGN.md, "Request dialects").
+// Resource names of the dialects: the forms in which a container asks for GPU.
 const (
 	// ResourceNativeGPU is gpuadmit's GPU count: an integer, or a fraction below 1 such as 500m.
 	ResourceNativeGPU corev1.ResourceName = "gpuadmit.io/gpu"

@@ -3,7 +3,8 @@ package intent
 // Dialect names the form in which a container asked for GPU.
 type Dialect string
 
-// The request dialects gpuadmit reads (DESIGN.md, "Request dialects").
+// The request dialects gpuadmit reads: gpuadmit's own, NVIDIA's and those of
+// other GPU-sharing tools.
 const (
 	// Native is gpuadmit's own form: limits gpuadmit.io/gpu and/or gpuadmit.io/gpu-memory.
 	Native Dialect = "native"

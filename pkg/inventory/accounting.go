@@ -2,7 +2,7 @@ package inventory
 
 import "github.com/gpuadmit/gpuadmit/pkg/allocator"
 
-// Accounting resources (DESIGN.md, "Quotas"): the webhook adds them to every
+// Accounting resources: the webhook adds them to every
 // GPU container with the real MiB the container receives, and nodes advertise
 // them as capacity, so the API server's own ResourceQuota can cap GPU memory
 // across MIG slices, shares and whole GPUs, and per GPU model.
@@ -40,6 +40,10 @@ func (p *Pool) unitMiB(resource string) int64 {
 		return p.ShareUnitMiB
 	case p.Mode == Whole && resource == ResourceGPU:
 		return p.GPUMemoryMiB
+	case p.Mode == TimeSliced && resource == p.Resource:
+		// A replica isolates no memory; it counts as its GPU's memory over
+		// the replicas, so a node's replicas sum to its GPUs' memory.
+		return p.GPUMemoryMiB / max(p.ReplicasPerGPU, 1)
 	}
 	for _, pr := range p.Profiles {
 		if pr.Resource == resource {

@@ -18,7 +18,7 @@ func (inv *Inventory) add(g gpuNode) {
 		p = newPool(name, g)
 		inv.byName[name] = p
 		inv.Pools = append(inv.Pools, p)
-	} else if p.Product != g.product || p.Mode != g.mode || p.offer != g.offer || p.DRA != g.dra || p.ShareUnitMiB != g.draStepMiB && g.dra {
+	} else if p.Product != g.product || p.Mode != g.mode || p.offer != g.offer || p.DRA != g.dra || p.ReplicasPerGPU != g.replicas || p.ShareUnitMiB != g.draStepMiB && g.dra {
 		inv.warnf("node %s (%s, %s%s) disagrees with pool %s (%s, %s%s); left out",
 			g.node.Name, g.product, g.mode, offerText(g.offer), name, p.Product, p.Mode, offerText(p.offer))
 		return
@@ -54,6 +54,11 @@ func newPool(name string, g gpuNode) *Pool {
 		p.Resource = ResourceGPU
 		if g.dra {
 			p.ShareUnitMiB = g.draStepMiB // a DRA GPU pool also serves shares, as claims
+		}
+	case TimeSliced:
+		p.Resource, p.ReplicasPerGPU = ResourceGPU, g.replicas
+		if g.alloc[ResourceGPUReplica] > 0 {
+			p.Resource = ResourceGPUReplica
 		}
 	case Shared:
 		p.offer = g.offer

@@ -40,7 +40,8 @@ type gpuNode struct {
 	node          *corev1.Node
 	mode          Mode
 	product       string // the product label as on the node
-	baseProduct   string // without a -MIG-<profile> suffix
+	baseProduct   string // without a -MIG-<profile> or -SHARED suffix
+	replicas      int64  // time-slicing replicas per GPU; 0: not time-sliced
 	singleProfile string
 	model         allocator.Model
 	known         bool
@@ -142,30 +143,58 @@ func (inv *Inventory) classify(n *corev1.Node, devs []draDevice, cat *allocator.
 		inv.refuse(n, doubleServedReason(g.alloc, share))
 		return g, false
 	}
-	g.baseProduct = g.product
-	if base, profile, ok := allocator.SplitMIGProduct(g.product); ok {
+	g.baseProduct, g.replicas = strings.TrimSuffix(g.product, sharedSuffix), timeSlicing(n, g.alloc)
+	if base, profile, ok := allocator.SplitMIGProduct(g.baseProduct); ok {
 		g.baseProduct, g.singleProfile = base, allocator.NormalizeProfile(profile)
 	}
 	g.model, g.known = cat.ByProduct(g.baseProduct)
 	switch {
 	case hasMIG(g.alloc):
 		g.mode = MIGMixed
+	case g.replicas > 0 && g.singleProfile != "":
+		inv.warnf("node %s time-slices MIG %s slices, which gpuadmit does not model; it is in no pool", n.Name, g.singleProfile)
+		return g, false
 	case g.alloc[ResourceGPU] > 0 && g.singleProfile != "":
 		// Under the single strategy GFD names the profile in the product
 		// label; a GPU without MIG enabled keeps its plain product and is whole.
 		g.mode = MIGSingle
 	case g.shares() > 0:
 		g.mode = Shared
+	case g.replicas > 0 && g.alloc[ResourceGPU]+g.alloc[ResourceGPUReplica] > 0:
+		g.mode = TimeSliced
 	case g.alloc[ResourceGPU] > 0:
 		g.mode = Whole
 	default:
 		return g, false
 	}
 	g.gpus = labelInt(n, LabelCount)
-	if g.gpus == 0 && g.mode == Whole {
+	switch {
+	case g.gpus > 0:
+	case g.mode == Whole:
 		g.gpus = g.alloc[ResourceGPU]
+	case g.mode == TimeSliced:
+		g.gpus = (g.alloc[ResourceGPU] + g.alloc[ResourceGPUReplica]) / g.replicas
 	}
 	return g, true
+}
+
+// timeSlicing is how many replicas of each GPU NVIDIA's device plugin
+// makes on the node, 0 when it does not time-slice. GFD labels every node
+// with nvidia.com/gpu.replicas (1 where nothing is shared); the -SHARED
+// product and the renamed resource also say so, and then the replicas are
+// the advertised count over the GPU count.
+func timeSlicing(n *corev1.Node, alloc map[string]int64) int64 {
+	if r := labelInt(n, LabelReplicas); r > 1 {
+		return r
+	}
+	if !strings.HasSuffix(n.Labels[LabelProduct], sharedSuffix) && alloc[ResourceGPUReplica] == 0 {
+		return 0
+	}
+	gpus, served := labelInt(n, LabelCount), alloc[ResourceGPU]+alloc[ResourceGPUReplica]
+	if gpus > 0 && served >= gpus && served%gpus == 0 {
+		return served / gpus
+	}
+	return 1
 }
 
 // shares is how many share devices the node advertises, of any share resource.

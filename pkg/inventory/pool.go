@@ -20,6 +20,12 @@ const (
 	Shared Mode = "shared"
 	// Whole pools serve whole GPUs as nvidia.com/gpu.
 	Whole Mode = "whole"
+	// TimeSliced pools serve replicas of GPUs that NVIDIA's device plugin
+	// time-slices (GFD's nvidia.com/gpu.replicas > 1, a -SHARED product, or
+	// the renamed nvidia.com/gpu.shared resource): a replica is neither a
+	// whole GPU nor a memory share, since every replica of a GPU sees all
+	// of its memory and compute, isolated from none of the others.
+	TimeSliced Mode = "time-sliced"
 )
 
 // Node labels, resources and defaults the inventory reads.
@@ -29,11 +35,19 @@ const (
 	LabelMemory      = "nvidia.com/gpu.memory"
 	LabelCount       = "nvidia.com/gpu.count"
 	LabelMIGStrategy = "nvidia.com/mig.strategy"
+	// LabelReplicas is GFD's count of time-slicing replicas per GPU.
+	LabelReplicas = "nvidia.com/gpu.replicas"
+	// sharedSuffix ends the product label of a time-sliced GPU when the
+	// device plugin keeps the nvidia.com/gpu name (renameByDefault false).
+	sharedSuffix = "-SHARED"
 
-	ResourceGPU       = allocator.ResourceGPU
-	ResourceShare     = allocator.ResourceShare
-	ResourceGPUShare  = allocator.ResourceGPUShare
-	resourceMIGPrefix = "nvidia.com/mig-"
+	ResourceGPU      = allocator.ResourceGPU
+	ResourceShare    = allocator.ResourceShare
+	ResourceGPUShare = allocator.ResourceGPUShare
+	// ResourceGPUReplica is nvidia.com/gpu renamed by a time-slicing device
+	// plugin with renameByDefault: one replica of a GPU.
+	ResourceGPUReplica = "nvidia.com/gpu.shared"
+	resourceMIGPrefix  = "nvidia.com/mig-"
 
 	// DefaultShareUnitMiB is the size of one unit of a memory-share resource.
 	DefaultShareUnitMiB = allocator.DefaultShareUnitMiB
@@ -82,7 +96,9 @@ type Pool struct {
 	GPUMemoryMiB int64 `json:"gpuMemoryMiB"`
 	// MemorySlices is the GPU's MIG memory slice count (0 when not a MIG model).
 	MemorySlices int `json:"memorySlices"`
-	// Resource is what a container requests: nvidia.com/gpu (whole, mig-single) or the share resource.
+	// Resource is what a container requests: nvidia.com/gpu (whole,
+	// mig-single, time-sliced), nvidia.com/gpu.shared (time-sliced,
+	// renamed) or the share resource.
 	Resource string `json:"resource,omitempty"`
 	// ShareUnitMiB is the MiB in one unit of a shared pool's resource; on a
 	// DRA GPU pool, the step a share claim's memory is rounded up to (0
@@ -95,6 +111,9 @@ type Pool struct {
 	// resources served otherwise (gpushare), whose units a container may
 	// take several of.
 	SharesPerGPU int64 `json:"sharesPerGPU,omitempty"`
+	// ReplicasPerGPU is how many replicas a time-sliced pool's device
+	// plugin makes of each GPU; 0 for other modes.
+	ReplicasPerGPU int64 `json:"replicasPerGPU,omitempty"`
 	// Profiles are the MIG profiles the pool serves, smallest first.
 	Profiles []Profile `json:"profiles,omitempty"`
 	// NodeSelector pins a pod to the pool.
@@ -196,5 +215,5 @@ func IsMIGResource(name string) bool {
 
 // IsGPUResource reports whether a node resource is one the inventory counts.
 func IsGPUResource(name string) bool {
-	return name == ResourceGPU || name == ResourceShare || name == ResourceGPUShare || IsMIGResource(name) || IsAccountingResource(name)
+	return name == ResourceGPU || name == ResourceGPUReplica || name == ResourceShare || name == ResourceGPUShare || IsMIGResource(name) || IsAccountingResource(name)
 }

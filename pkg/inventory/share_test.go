@@ -19,7 +19,7 @@ func withOffer(n corev1.Node, offer string) corev1.Node {
 	return n
 }
 
-// The reproduction: NVIDIA's device plugin serves an A100-80GB node's
+// The double-serving case: NVIDIA's device plugin serves an A100-80GB node's
 // GPUs as nvidia.com/gpu and a share plugin serves them again as
 // gpuadmit.io/gpu-mem. The old inventory called the node "shared" and kept
 // it; now it is in no pool and the refusal says why.

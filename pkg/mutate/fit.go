@@ -67,6 +67,8 @@ func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment
 		a, err = fitMIG(r, c, pool)
 	case policy.BackendShared:
 		a, err = fitShare(r, pool)
+	case policy.BackendTimeSliced:
+		a, err = fitReplicas(r, pool)
 	default:
 		a, err = fitWhole(r, pool)
 	}
@@ -83,6 +85,8 @@ func servesBackend(pool *inventory.Pool, backend string) bool {
 		return m == inventory.MIGMixed || m == inventory.MIGSingle
 	case policy.BackendShared:
 		return pool.ServesShares()
+	case policy.BackendTimeSliced:
+		return m == inventory.TimeSliced
 	default:
 		return m == inventory.Whole
 	}

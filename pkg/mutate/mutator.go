@@ -139,6 +139,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if len(d.Deny) > 0 {
 		return denyByPolicy(pod, d), nil
 	}
+	if d.Pass {
+		return passed(pod, d), nil
+	}
 	if err := checkPlacementNames(want, d); err != nil {
 		return Result{}, err
 	}
@@ -151,12 +154,13 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 		return r, nil
 	}
 	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
+	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
 	res, err := apply(pod, want, d, ch)
 	if err != nil || !res.Allowed {
 		return res, err
 	}
 	m.resolvePriority(ctx, res.Pod)
-	return res, nil
+	return res, setScheduler(&res, d, ch)
 }
 
 // seal seals an allowed result's record under the current key.

@@ -95,6 +95,9 @@ func decodeRecord(pod *corev1.Pod) (record, error) {
 // so deciding again yields the same selectors, tolerations and priority.
 func unmutate(pod *corev1.Pod, r record) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
+	if err := restoreScheduler(out); err != nil {
+		return nil, err
+	}
 	for k := range out.Annotations {
 		if IsOwnAnnotation(k) {
 			delete(out.Annotations, k)

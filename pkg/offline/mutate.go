@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
 // MutateOptions are the inputs of one offline run.
@@ -75,7 +76,7 @@ func Mutate(ctx context.Context, opts MutateOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	engine := policy.NewEngine(policy.Options{})
+	engine := policy.NewEngine(policy.Options{Validate: quota.ValidSet}) // as the webhook loads a set
 	if _, err := engine.Load(ctx, policySource(opts.PoliciesDir)); err != nil {
 		return err
 	}

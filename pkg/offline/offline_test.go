@@ -324,6 +324,26 @@ func TestTestRefusesInvalidQuotas(t *testing.T) {
 	}
 }
 
+// TestMutateRefusesInvalidQuotas: `gpuadmit mutate --policies DIR` refuses
+// a set whose quotas.yaml the webhook would refuse, rather than deciding
+// with a set that could never go live.
+func TestMutateRefusesInvalidQuotas(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"decision.rego", "placement.rego", "quota.rego", "decision_test.rego", "data.yaml"} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "policies", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, dir, f, string(raw))
+	}
+	writeFile(t, dir, "quotas.yaml", "gpuadmit:\n  quotas:\n  - {namespaces: [a], gpuMemory: lots}\n")
+	var buf bytes.Buffer
+	err := offline.Mutate(context.Background(), offline.MutateOptions{PodFile: examples + "pods/hami-memory.yaml", NodesFile: nodesFile, PoliciesDir: dir}, &buf)
+	if err == nil || !strings.Contains(err.Error(), "gpuMemory") {
+		t.Errorf("err = %v, want the invalid gpuMemory named; output:\n%s", err, buf.String())
+	}
+}
+
 func TestMutateSeveralPods(t *testing.T) {
 	dir := t.TempDir()
 	pod, _ := os.ReadFile("../../examples/pods/hami-memory.yaml")

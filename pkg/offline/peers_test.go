@@ -76,11 +76,19 @@ func checkPeerShape(t *testing.T, source string, o map[string]any) {
 		t.Errorf("%s: allowed without a rewrite", source)
 	}
 	for _, w := range o["warnings"].([]any) {
-		if s := w.(string); !strings.Contains(s, "metadata.annotations[") && !strings.Contains(s, `container "`) {
-			t.Errorf("%s: warning %q names neither a key nor a container", source, s)
+		if s := w.(string); !strings.Contains(s, "metadata.annotations[") && !strings.Contains(s, `container "`) && !strings.Contains(s, "spec.") {
+			t.Errorf("%s: warning %q names neither a key, a field nor a container", source, s)
 		}
 	}
-	b, _ := json.Marshal(o["pod"].(map[string]any)["spec"])
+	spec, _ := o["pod"].(map[string]any)["spec"].(map[string]any)
+	if s, _ := spec["schedulerName"].(string); s == "kai-scheduler" || s == "volcano" || s == "hami-scheduler" {
+		t.Errorf("%s: the rewritten pod keeps the foreign scheduler %s, which gpuadmit takes its pods over from", source, s)
+	}
+	md, _ := o["pod"].(map[string]any)["metadata"].(map[string]any)
+	if ann, _ := md["annotations"].(map[string]any); ann["gpu-fraction"] != nil || ann["gpu-memory"] != nil {
+		t.Errorf("%s: the rewritten pod keeps KAI's annotations %v", source, ann)
+	}
+	b, _ := json.Marshal(spec)
 	if left := regexp.MustCompile(`"(nvidia\.com/gpu(mem|cores|mem-percentage)|nvidia\.com/priority|volcano\.sh/[a-z-]+|aliyun\.com/[a-z-]+)"`).FindString(string(b)); left != "" {
 		t.Errorf("%s: the rewritten pod still carries %s", source, left)
 	}

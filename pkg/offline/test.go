@@ -23,7 +23,7 @@ func Test(ctx context.Context, dir string, w io.Writer) error {
 	case err != nil:
 		return err
 	}
-	if _, err := quota.FromData(set.Data); err != nil {
+	if err := quota.ValidSet(set); err != nil {
 		printTests(w, set.Tests)
 		return fmt.Errorf("policy set %s would not go live: %w", src.Name, err)
 	}

@@ -15,13 +15,16 @@ const (
 	BackendMIG    = "mig"
 	BackendShared = "shared"
 	BackendWhole  = "whole"
+	// BackendTimeSliced gives replicas of a time-sliced GPU: neither a
+	// whole GPU nor an isolated share of its memory.
+	BackendTimeSliced = "time-sliced"
 )
 
 // Candidate is one place a container may go; a placement lists them in order.
 type Candidate struct {
 	// Pool names an inventory pool.
 	Pool string `json:"pool"`
-	// Backend is mig, shared or whole.
+	// Backend is mig, shared, whole or time-sliced.
 	Backend string `json:"backend"`
 	// Profile pins a MIG profile; empty lets gpuadmit take the smallest that fits.
 	Profile string `json:"profile,omitempty"`
@@ -29,11 +32,22 @@ type Candidate struct {
 	Rule string `json:"rule,omitempty"`
 	// Tolerations are added when this candidate is taken.
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// SchedulerName is the scheduler that owns the pool; empty means
+	// default-scheduler. A pod taken over from another scheduler
+	// (Decision.MigrateFrom), or one that names none, gets it.
+	SchedulerName string `json:"schedulerName,omitempty"`
 }
 
 // Decision is data.gpuadmit.decision, decoded and shape-checked.
 type Decision struct {
-	Deny              []string               `json:"deny"`
+	Deny []string `json:"deny"`
+	// Pass leaves the pod as it arrived, with Warnings: its own scheduler
+	// (spec.schedulerName) coexists with gpuadmit and decides for it.
+	Pass bool `json:"pass"`
+	// MigrateFrom names the foreign scheduler the pod was written for and
+	// gpuadmit takes it over from: the pod gets its pool's scheduler and
+	// loses the annotations only MigrateFrom reads. Empty otherwise.
+	MigrateFrom       string                 `json:"migrateFrom"`
 	Warnings          []string               `json:"warnings"`
 	Placement         map[string][]Candidate `json:"placement"`
 	PriorityClassName string                 `json:"priorityClassName"`
@@ -98,12 +112,17 @@ func (c Candidate) validate(p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("pool"), "a candidate names a pool"+rule))
 	}
 	switch c.Backend {
-	case BackendMIG, BackendShared, BackendWhole:
+	case BackendMIG, BackendShared, BackendWhole, BackendTimeSliced:
 	default:
-		errs = append(errs, field.NotSupported(p.Child("backend"), c.Backend+rule, []string{BackendMIG, BackendShared, BackendWhole}))
+		errs = append(errs, field.NotSupported(p.Child("backend"), c.Backend+rule, []string{BackendMIG, BackendShared, BackendWhole, BackendTimeSliced}))
 	}
 	if c.Profile != "" && c.Backend != BackendMIG {
 		errs = append(errs, field.Invalid(p.Child("profile"), c.Profile, "only a mig candidate names a profile"+rule))
+	}
+	if c.SchedulerName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.SchedulerName) {
+			errs = append(errs, field.Invalid(p.Child("schedulerName"), c.SchedulerName, msg+rule))
+		}
 	}
 	return append(errs, validateTolerations(p.Child("tolerations"), c.Tolerations)...)
 }

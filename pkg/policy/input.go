@@ -7,7 +7,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 )
 
-// Input is the document a policy sees as `input` (DESIGN.md, "Policy (Rego) contract").
+// Input is the document a policy sees as `input`; the policy answers with
+// data.gpuadmit.decision (Decision).
 type Input struct {
 	// Operation is the admission operation, "CREATE".
 	Operation string `json:"operation"`

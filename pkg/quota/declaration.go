@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
 // Declaration is one entry of data.gpuadmit.quotas (policies/quotas.yaml).
@@ -193,4 +194,14 @@ func Resources(l corev1.ResourceList) []string {
 func FromData(data map[string]any) ([]Declaration, error) {
 	g, _ := data["gpuadmit"].(map[string]any)
 	return Parse(g["quotas"])
+}
+
+// ValidSet refuses a policy set whose quota declarations do not parse. The
+// webhook's policy engine runs it before a set goes live (an invalid
+// quotas.yaml never replaces the last good quotas), and the offline CLI runs
+// it too, so `gpuadmit mutate --policies` and `gpuadmit test` refuse what
+// the webhook would.
+func ValidSet(s *policy.Set) error {
+	_, err := FromData(s.Data)
+	return err
 }

@@ -14,13 +14,6 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
-// validQuotas refuses a policy set whose quota declarations do not parse, so
-// an invalid quotas.yaml never goes live and the last good quotas stay.
-func validQuotas(s *policy.Set) error {
-	_, err := quota.FromData(s.Data)
-	return err
-}
-
 // engineQuotas reads the declarations of the active set.
 type engineQuotas struct{ engine *policy.Engine }
 

@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err := mgr.Add(cw); err != nil {
 		return err
 	}
-	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: validQuotas})
+	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: quota.ValidSet})
 	trigger := make(chan event.TypedGenericEvent[*corev1.Namespace], 1024)
 	watcher, err := addPolicies(ctx, mgr, engine, opts, log, resync(mgr, trigger))
 	if err != nil {
@@ -115,9 +115,12 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// The claim-template reconciler needs only the pods that hold
-			// gpuadmit share claims, not every pod of the cluster.
+			// gpuadmit share claims, not every pod of the cluster. Nodes
+			// keep only what the inventory reads: whole Nodes (images,
+			// conditions) would not fit the webhook's memory limit.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{claim.LabelShare: "true"})},
+				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{claim.LabelShare: "true"})},
+				&corev1.Node{}: {Transform: inventory.StripNode},
 			},
 		},
 		WebhookServer: webhook.NewServer(webhook.Options{

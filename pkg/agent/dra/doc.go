@@ -1,5 +1,6 @@
 // Package dra is gpuadmit's node agent as a DRA driver, gpu.gpuadmit.io
-// (DESIGN.md, "Node side: two modes"). It publishes the node's GPUs as
+// (the node side where the scheduler fits claims on GPUs, beside the
+// device-plugin mode of package agent). It publishes the node's GPUs as
 // ResourceSlice devices and prepares the claims the scheduler allocated on
 // them as CDI devices.
 //

@@ -35,7 +35,8 @@ func (c *Cluster) AddNodes(ctx context.Context, path string) ([]corev1.Node, err
 			return nil, err
 		}
 	}
-	// The accounting capacity the node agent would advertise (DESIGN.md, "Quotas").
+	// The accounting capacity the node agent would advertise, which GPU pods
+	// request so that ResourceQuota counts their GPU memory.
 	if _, err := quota.PatchCapacity(ctx, c.Client); err != nil {
 		return nil, err
 	}

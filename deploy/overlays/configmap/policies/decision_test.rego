@@ -261,7 +261,7 @@ single_input(selector) := object.union(pod_input([whole("main", 1)], {}), {
 
 test_whole_gpu_selecting_a_mig_single_pool_is_its_slice if {
 	d := gpuadmit.decision with input as single_input({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"})
-	d.placement.main[0] == {"pool": "a100-single", "backend": "mig", "profile": "1g.5gb", "rule": "default/whole-on-selected-mig-single", "tolerations": []}
+	d.placement.main[0] == {"pool": "a100-single", "backend": "mig", "profile": "1g.5gb", "rule": "default/whole-on-selected-mig-single", "tolerations": [], "schedulerName": "default-scheduler"}
 }
 
 test_whole_gpu_without_that_selector_stays_whole if {
@@ -292,4 +292,82 @@ test_several_profile_slices_denied_by_data if {
 		with data.gpuadmit.config.severalMIGSlicesPerContainer as "deny"
 	some msg in d.deny
 	contains(msg, "2 MIG 3g.40gb slices")
+}
+
+l4_sliced := {"name": "l4-time-sliced", "model": "L4", "mode": "time-sliced", "gpuMemoryMiB": 23034, "replicasPerGPU": 4, "taints": []}
+
+sliced_input(containers) := object.union(pod_input(containers, {}), {"pools": array.concat(all_pools, [l4_sliced])})
+
+test_whole_gpus_take_replicas_after_whole_pools if {
+	d := gpuadmit.decision with input as sliced_input([whole("main", 2)])
+	[[c.pool, c.backend] | some c in d.placement.main] == [["t4-whole", "whole"], ["a100-whole", "whole"], ["l4-time-sliced", "time-sliced"]]
+}
+
+test_memory_may_take_a_replica_before_whole_gpus if {
+	d := gpuadmit.decision with input as sliced_input([mem("main", 3000)])
+	pools_of(d, "main") == ["a100-mig", "h100-mig", "t4-shared", "l4-time-sliced", "t4-whole", "a100-whole"]
+	d.placement.main[3].backend == "time-sliced"
+}
+
+test_memory_never_on_replicas_when_the_data_says_never if {
+	d := gpuadmit.decision with input as sliced_input([mem("main", 3000)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	not "l4-time-sliced" in pools_of(d, "main")
+}
+
+test_a_mig_or_share_hint_keeps_off_replicas if {
+	d := gpuadmit.decision with input as object.union(sliced_input([whole("main", 1)]), {"hints": {"class": "", "backend": "whole", "model": ""}})
+	not "l4-time-sliced" in pools_of(d, "main")
+}
+
+scheduled_input(scheduler, owners, coexist) := object.union(pod_input([mem("main", 3000)], {}), {
+	"pod": {"metadata": {"name": "p"}, "spec": {"schedulerName": scheduler}},
+	"pools": [a100_mig, t4_whole],
+})
+
+with_schedulers(owners, coexist) := {"migrate": ["kai-scheduler", "volcano", "hami-scheduler"], "coexist": coexist, "owners": owners}
+
+test_default_scheduler_counts_as_unset if {
+	d := gpuadmit.decision with input as scheduled_input("default-scheduler", {}, [])
+	d.migrateFrom == ""
+	not d.pass
+	pools_of(d, "main") == ["a100-mig", "t4-whole"]
+	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
+}
+
+test_a_migrated_scheduler_is_taken_over if {
+	d := gpuadmit.decision with input as scheduled_input("volcano", {}, [])
+	d.migrateFrom == "volcano"
+	count(d.deny) == 0
+	pools_of(d, "main") == ["a100-mig", "t4-whole"]
+}
+
+test_a_pool_owner_is_named_on_its_candidates if {
+	d := gpuadmit.decision with input as scheduled_input("kai-scheduler", {}, [])
+		with data.gpuadmit.config.schedulers as with_schedulers({"t4-whole": "gpuadmit-scheduler"}, [])
+	[[c.pool, c.schedulerName] | some c in d.placement.main] == [["a100-mig", "default-scheduler"], ["t4-whole", "gpuadmit-scheduler"]]
+}
+
+test_a_coexisting_scheduler_passes_with_a_warning if {
+	d := gpuadmit.decision with input as object.union(scheduled_input("hami-scheduler", {}, []), {"hints": {"class": "nosuch", "backend": "", "model": ""}})
+		with data.gpuadmit.config.schedulers as with_schedulers({}, ["hami-scheduler"])
+	d.pass
+	d.migrateFrom == ""
+	count(d.deny) == 0
+	some w in d.warnings
+	contains(w, "spec.schedulerName \"hami-scheduler\"")
+}
+
+test_an_unlisted_scheduler_keeps_to_unowned_pools_and_its_own if {
+	d := gpuadmit.decision with input as scheduled_input("my-scheduler", {}, [])
+		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler"}, [])
+	pools_of(d, "main") == ["t4-whole"]
+	d.migrateFrom == ""
+}
+
+test_an_unlisted_scheduler_that_owns_no_usable_pool_is_denied if {
+	d := gpuadmit.decision with input as scheduled_input("my-scheduler", {}, [])
+		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler", "t4-whole": "gpuadmit-scheduler"}, [])
+	some msg in d.deny
+	contains(msg, "spec.schedulerName \"my-scheduler\" owns no GPU pool")
 }

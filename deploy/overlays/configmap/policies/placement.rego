@@ -1,8 +1,9 @@
 # Placement: where each GPU container may go, in order of preference. gpuadmit takes the
 # first candidate that the inventory can serve and that fits, so this is a
 # fallback chain: a memory or fraction request goes to the smallest fitting
-# MIG slice where a MIG pool can serve it, else a memory share, else whole
-# GPUs; nvidia.com/gpu: N stays whole; a request already written as a MIG
+# MIG slice where a MIG pool can serve it, else a memory share, else (where
+# the data allows) a time-sliced replica, else whole GPUs; nvidia.com/gpu: N
+# stays whole, else takes N replicas of a time-sliced pool; a request already written as a MIG
 # slice or a memory share stays in that form. The pod hints
 # gpuadmit.io/backend and gpuadmit.io/model narrow the choice.
 package gpuadmit
@@ -26,6 +27,7 @@ selected_slices(c) := [{
 	"profile": p.profiles[0].name,
 	"rule": "default/whole-on-selected-mig-single",
 	"tolerations": tolerations(p),
+	"schedulerName": pool_owner(p),
 } |
 	c.form == "whole"
 	input.hints.backend in {"", "mig"}
@@ -60,22 +62,31 @@ backends(c) := ["shared"] if {
 	c.dialect == "share"
 }
 
-backends(c) := ["whole"] if {
+# nvidia.com/gpu: N asks for N replicas on a time-sliced pool, as NVIDIA's
+# device plugin serves it there; whole GPUs come first.
+backends(c) := ["whole", "time-sliced"] if {
 	input.hints.backend == ""
 	c.form == "whole"
 }
 
-backends(c) := ["mig", "shared", "whole"] if {
+backends(c) := array.concat(array.concat(["mig", "shared"], memory_on_time_sliced), ["whole"]) if {
 	input.hints.backend == ""
 	c.dialect != "share"
 	c.form in {"memory", "fraction"}
 	c.count == 1
 }
 
+# memory_on_time_sliced: data.gpuadmit.config.memoryOnTimeSlicedGPUs is
+# "warn", so a request sized in memory may get a time-sliced replica, whose
+# memory is not isolated (gpuadmit warns); "never" keeps it off them.
+memory_on_time_sliced := ["time-sliced"] if data.gpuadmit.config.memoryOnTimeSlicedGPUs == "warn"
+
+else := []
+
 # Several GPUs in one container prefer whole GPUs: a CUDA process sees one
 # MIG device, so several slices serve only a container that runs a process
 # per slice (gpuadmit warns when it gives them).
-backends(c) := ["whole", "mig", "shared"] if {
+backends(c) := array.concat(["whole", "mig", "shared"], memory_on_time_sliced) if {
 	input.hints.backend == ""
 	c.dialect != "share"
 	c.form in {"memory", "fraction"}
@@ -86,6 +97,7 @@ pool_modes := {
 	"mig": {"mig-mixed", "mig-single"},
 	"shared": {"shared"},
 	"whole": {"whole"},
+	"time-sliced": {"time-sliced"},
 }
 
 # several_slices_denied: data.gpuadmit.config.severalMIGSlicesPerContainer
@@ -102,6 +114,7 @@ pool_candidates(c, backend) := [{
 	"backend": backend,
 	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
 	"tolerations": tolerations(pools[ranked[1]]),
+	"schedulerName": pool_owner(pools[ranked[1]]),
 } |
 	not mig_denied(c, backend)
 	some ranked in sort([[rank(c, backend, p), p.name] |
@@ -128,10 +141,12 @@ serves(p, "shared") if {
 }
 
 # model_allowed: the pool's GPUs are of the model gpuadmit.io/model names, and
-# of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not.
+# of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not,
+# and the pod's own scheduler, where it keeps one, may use the pool.
 model_allowed(p) if {
 	model_hint_allows(p)
 	type_allowed(p)
+	scheduler_allows(p)
 }
 
 model_hint_allows(_) if input.hints.model == ""
@@ -172,6 +187,8 @@ fit_rank(c, "mig", p) := min(fits) if {
 } else := 1e15
 
 fit_rank(_, "whole", p) := p.gpuMemoryMiB
+
+fit_rank(_, "time-sliced", p) := p.gpuMemoryMiB
 
 # A share pool of gpuadmit's agent serves one share size (sharesPerGPU
 # shares of shareUnitMiB per GPU): the smallest share that covers the

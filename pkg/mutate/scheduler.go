@@ -1,0 +1,97 @@
+package mutate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// AnnotationScheduler records what gpuadmit changed about a pod's scheduler:
+// the spec.schedulerName it arrived with and the annotations of that
+// scheduler it removed, so that the pod as its author wrote it can be
+// rebuilt when it comes back (unmutate).
+const AnnotationScheduler = "gpuadmit.io/scheduler"
+
+// defaultScheduler is the name the API server writes into every pod that names no scheduler.
+const defaultScheduler = corev1.DefaultSchedulerName
+
+// schedulerRecord is AnnotationScheduler's value.
+type schedulerRecord struct {
+	SchedulerName string            `json:"schedulerName,omitempty"`
+	Annotations   map[string]string `json:"annotations,omitempty"`
+}
+
+// passed is the result for a pod whose own scheduler coexists with gpuadmit:
+// the pod as it arrived, with the policy's warnings.
+func passed(pod *corev1.Pod, d policy.Decision) Result {
+	return Result{Allowed: true, Pod: pod.DeepCopy(), Warnings: d.Warnings, Revision: d.Revision,
+		Explanation: fmt.Sprintf("spec.schedulerName %q decides for this pod: policy revision %s leaves that scheduler's pods to it, so gpuadmit changed nothing.",
+			pod.Spec.SchedulerName, d.Revision)}
+}
+
+// setScheduler gives the admitted pod the scheduler that owns its pool: a
+// pod taken over from a foreign scheduler (d.MigrateFrom) always, losing the
+// annotations only that scheduler reads; a pod that names no scheduler only
+// where the pool's owner is not the default one. A pod that keeps its own
+// scheduler was only offered pools that scheduler may use.
+func setScheduler(res *Result, d policy.Decision, ch *choice) error {
+	pod := res.Pod
+	owner := ch.assigns[0].cand.SchedulerName
+	if owner == "" {
+		owner = defaultScheduler
+	}
+	asked := pod.Spec.SchedulerName
+	unset := asked == "" || asked == defaultScheduler
+	if d.MigrateFrom == "" && (!unset || owner == defaultScheduler) {
+		return nil
+	}
+	rec := schedulerRecord{SchedulerName: asked}
+	removed := intent.SchedulerAnnotations(d.MigrateFrom, pod.Annotations)
+	for _, k := range removed {
+		if rec.Annotations == nil {
+			rec.Annotations = map[string]string{}
+		}
+		rec.Annotations[k] = pod.Annotations[k]
+		delete(pod.Annotations, k)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", AnnotationScheduler, err)
+	}
+	pod.Annotations[AnnotationScheduler] = string(raw)
+	pod.Spec.SchedulerName = owner
+	if d.MigrateFrom == "" {
+		res.Explanation += fmt.Sprintf(" Pool %s is scheduled by %s, which the pod now names in spec.schedulerName.", ch.pool.Name, owner)
+		return nil
+	}
+	msg := fmt.Sprintf("spec.schedulerName %q is replaced by %q, which schedules pool %s", asked, owner, ch.pool.Name)
+	if len(removed) > 0 {
+		msg += fmt.Sprintf("; the annotations only %s reads, read into the request first, are removed: %s", d.MigrateFrom, strings.Join(removed, ", "))
+	}
+	res.Warnings = append(res.Warnings, msg)
+	res.Explanation += " " + msg + "."
+	return nil
+}
+
+// restoreScheduler undoes setScheduler on a pod that comes back, from its
+// AnnotationScheduler record.
+func restoreScheduler(pod *corev1.Pod) error {
+	raw, ok := pod.Annotations[AnnotationScheduler]
+	if !ok {
+		return nil
+	}
+	var rec schedulerRecord
+	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+		return fmt.Errorf("%s is not gpuadmit's record: %w", AnnotationScheduler, err)
+	}
+	pod.Spec.SchedulerName = rec.SchedulerName
+	for k, v := range rec.Annotations {
+		pod.Annotations[k] = v
+	}
+	return nil
+}
