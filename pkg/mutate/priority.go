@@ -30,6 +30,13 @@ type MutatorOptions struct {
 	// policy sees it as unset (see withoutClusterDefault). With nil, a pod
 	// carrying the default is taken as its author's choice.
 	PriorityClasses PriorityClassGetter
+	// Capacity, when set, makes pool choice look at free capacity: a pool
+	// is taken only if, after what pods bound, nominated or admitted to it
+	// hold, one node the pod may run on and the pool as a whole still have
+	// room for it; otherwise the policy's next candidate is tried. Nil (the
+	// offline CLI) checks the nodes' allocatable only, as if the cluster
+	// were empty, and the explanation says so.
+	Capacity Capacity
 }
 
 // resolvePriority fills spec.priority and spec.preemptionPolicy from the
