@@ -5,13 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
@@ -111,4 +114,47 @@ func TestPodsBoundToANodeGetThatNodesPool(t *testing.T) {
 			t.Errorf("%s runs on %q, want t4-shared-0", p.Name, n)
 		}
 	}
+}
+
+// TestFallbackWhenTheFirstPoolIsFull: 80000 MiB goes first to a 7g.80gb
+// slice of the H100 pool, which has two (on h100-mig-0). Two pods take
+// them and kwok runs them; the third falls back to the next candidate, the
+// H200's 7g.141gb slice, and is scheduled there, with a GPUFallback Event
+// that names the full pool and says the choice is best effort. Looking at
+// allocatable only, gpuadmit pinned it to the full pool, where it stayed Pending.
+func TestFallbackWhenTheFirstPoolIsFull(t *testing.T) {
+	ctx := context.Background()
+	var pods []*corev1.Pod
+	for _, name := range []string{"fill-h100-a", "fill-h100-b", "falls-back"} {
+		p := gpuPod("team-a", name, map[string]string{"gpuadmit.io/gpu-memory": "80000Mi"})
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatalf("step create %s: %v", name, err)
+		}
+		defer deleteAll(ctx, "team-a", p)
+		pods = append(pods, p)
+	}
+	for _, p := range pods[:2] {
+		if n := scheduledNode(t, ctx, p); n != "h100-mig-0" {
+			t.Errorf("%s runs on %q, want h100-mig-0; decision %q", p.Name, n, p.Annotations[mutate.AnnotationDecision])
+		}
+	}
+	last := pods[2]
+	if got := mutate.PoolOf(last); got != "h200-141gb-mig-mixed" {
+		t.Errorf("the third pod went to pool %q, want h200-141gb-mig-mixed; decision %q", got, last.Annotations[mutate.AnnotationDecision])
+	}
+	if n := scheduledNode(t, ctx, last); n != "h200-mig-0" {
+		t.Errorf("the third pod runs on %q, want h200-mig-0", n)
+	}
+	waitFor(t, "a GPUFallback Event for "+last.Name, 30*time.Second, func() (bool, string) {
+		var list eventsv1.EventList
+		if err := env.Client.List(ctx, &list, client.InNamespace("team-a")); err != nil {
+			return false, err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Reason == webhook.ReasonFallback && strings.Contains(e.Note, "team-a/"+last.Name+" ") {
+				return strings.Contains(e.Note, "pool h100-inference: full") && strings.Contains(e.Note, "best effort"), e.Note
+			}
+		}
+		return false, "none yet"
+	})
 }
