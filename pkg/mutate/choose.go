@@ -26,13 +26,32 @@ type choice struct {
 	// roomChecked is true when the pools were checked against free
 	// capacity, not allocatable only.
 	roomChecked bool
+	// full says, pool by pool, why no pool had room: the pod then waits
+	// for room on the first pool that could ever hold it.
+	full []string
 }
 
 // choose takes the first pool, in the policy's order of preference, on which
 // every GPU container has a candidate that fits and one node can hold the
 // whole pod (what pods already hold left aside, where room is set). All GPU
-// containers of a pod share one node, so they share a pool.
+// containers of a pod share one node, so they share a pool. When every pool
+// that could hold the pod is full, the pod is not denied: it waits for room
+// on the first of them, as it would with no room check.
 func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
+	ch, reasons := chooseWith(pod, want, d, inv, room)
+	if ch != nil || room == nil {
+		return ch, reasons
+	}
+	ch, _ = chooseWith(pod, want, d, inv, nil)
+	if ch == nil {
+		return nil, reasons
+	}
+	ch.roomChecked, ch.full = true, reasons
+	return ch, nil
+}
+
+// chooseWith is one pass of choose, with or without the room check.
+func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
 	var reasons []string
 	for _, name := range poolOrder(want, d) {
 		pool, ok := inv.Pool(name)

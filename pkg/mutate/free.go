@@ -81,6 +81,11 @@ func (m *Mutator) noteAdmitted(req Request, pod *corev1.Pod, ch *choice) {
 
 // bestEffort is the explanation's note on how the pool was checked.
 func bestEffort(ch *choice) string {
+	if len(ch.full) > 0 {
+		return fmt.Sprintf("No pool offered had room (%s), so the pod waits for room on pool %s, the first whose nodes could hold it; "+
+			"this is best effort: a pod's resources cannot change once it is created, and the scheduler decides where it runs.",
+			strings.Join(ch.full, "; "), ch.pool.Name)
+	}
 	if !ch.roomChecked {
 		return "Pools were checked against their nodes' allocatable only, not against what pods already hold (no pod cache is wired, as in the offline CLI)."
 	}

@@ -109,6 +109,14 @@ func holding(name, nodeName, nominated string, phase corev1.PodPhase) *corev1.Po
 	return p
 }
 
+// allShares is a pod holding every share of the T4 node.
+func allShares() *corev1.Pod {
+	p := holding("shares", "t4-shared-0", "", corev1.PodRunning)
+	all := corev1.ResourceList{"gpuadmit.io/gpu-mem": resource.MustParse("16")}
+	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: all, Requests: all}
+	return p
+}
+
 func (f *fixture) admit(t *testing.T, p *corev1.Pod) mutate.Result {
 	t.Helper()
 	res, err := f.m.Mutate(context.Background(), mutate.Request{Pod: p})
@@ -160,6 +168,17 @@ func TestFallbackExplanationNamesTheFullPoolAndSaysBestEffort(t *testing.T) {
 	}
 	if len(res.PassedOver) != 1 || !strings.HasPrefix(res.PassedOver[0], "pool "+migPool+": full") {
 		t.Errorf("PassedOver = %q, want the full MIG pool (a GPUFallback Event)", res.PassedOver)
+	}
+}
+
+// TestWhenEveryPoolIsFullThePodWaits: a full cluster queues pods rather
+// than deny them; the explanation says they wait.
+func TestWhenEveryPoolIsFullThePodWaits(t *testing.T) {
+	f := newFixture(t, 2, holding("a", node, "", corev1.PodRunning), holding("b", node, "", corev1.PodRunning), allShares())
+	res := f.admit(t, asking("new"))
+	want := "No pool offered had room (pool " + migPool + ": full"
+	if !strings.Contains(res.Explanation, want) || !strings.Contains(res.Explanation, "waits for room on pool "+migPool) {
+		t.Errorf("explanation lacks %q and that the pod waits: %s", want, res.Explanation)
 	}
 }
 
