@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+
 	"fmt"
 	"maps"
 	"reflect"
@@ -39,7 +41,9 @@ func MutationOf(p *corev1.Pod) Mutation {
 		m.Requests = append(m.Requests, resourceString(c.Resources.Requests))
 	}
 	for k := range p.Annotations {
-		if strings.HasPrefix(k, "gpuadmit.io/") {
+		// The seal (an HMAC over what gpuadmit wrote) is gpuadmit's alone:
+		// the OPA policy has no key to sign with, and nothing to compare.
+		if strings.HasPrefix(k, "gpuadmit.io/") && k != mutate.AnnotationMAC && k != mutate.AnnotationWritten {
 			m.Annotations = append(m.Annotations, k)
 		}
 	}

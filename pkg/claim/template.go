@@ -22,8 +22,9 @@ const (
 	// ManagedBy labels the templates gpuadmit owns.
 	ManagedBy    = "app.kubernetes.io/managed-by"
 	managedValue = "gpuadmit"
-	// LabelShare marks a pod whose containers hold gpuadmit share claims,
-	// so the reconciler's cache needs only those pods.
+	// LabelShare marks a pod whose containers hold gpuadmit share claims;
+	// the reconciler watches and lists only those of the pods gpuadmit
+	// placed (the webhook's cache holds all of them, for free capacity).
 	LabelShare = "gpuadmit.io/dra-share"
 
 	templatePrefix = "gpuadmit-share-"

@@ -21,12 +21,37 @@ type choice struct {
 	assigns []assignment
 	// skipped says, pool by pool, why earlier candidates were passed over.
 	skipped []string
+	// demand is the pod's GPU resources on the pool, as the scheduler counts them.
+	demand map[string]int64
+	// roomChecked is true when the pools were checked against free
+	// capacity, not allocatable only.
+	roomChecked bool
+	// full says, pool by pool, why no pool had room: the pod then waits
+	// for room on the first pool that could ever hold it.
+	full []string
 }
 
 // choose takes the first pool, in the policy's order of preference, on which
 // every GPU container has a candidate that fits and one node can hold the
-// whole pod. All GPU containers of a pod share one node, so they share a pool.
-func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory) (*choice, []string) {
+// whole pod (what pods already hold left aside, where room is set). All GPU
+// containers of a pod share one node, so they share a pool. When every pool
+// that could hold the pod is full, the pod is not denied: it waits for room
+// on the first of them, as it would with no room check.
+func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
+	ch, reasons := chooseWith(pod, want, d, inv, room)
+	if ch != nil || room == nil {
+		return ch, reasons
+	}
+	ch, _ = chooseWith(pod, want, d, inv, nil)
+	if ch == nil {
+		return nil, reasons
+	}
+	ch.roomChecked, ch.full = true, reasons
+	return ch, nil
+}
+
+// chooseWith is one pass of choose, with or without the room check.
+func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
 	var reasons []string
 	for _, name := range poolOrder(want, d) {
 		pool, ok := inv.Pool(name)
@@ -34,12 +59,12 @@ func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.
 			reasons = append(reasons, fmt.Sprintf("pool %s: not in the inventory (no node serves it)", name))
 			continue
 		}
-		assigns, why := onPool(pod, want, d, pool)
+		assigns, demand, why := onPool(pod, want, d, pool, room)
 		if why != "" {
 			reasons = append(reasons, fmt.Sprintf("pool %s: %s", name, why))
 			continue
 		}
-		return &choice{pool: pool, assigns: assigns, skipped: reasons}, nil
+		return &choice{pool: pool, assigns: assigns, skipped: reasons, demand: demand, roomChecked: room != nil}, nil
 	}
 	for _, r := range want.Requests {
 		if len(d.Placement[r.Container]) == 0 {
@@ -64,28 +89,34 @@ func poolOrder(want intent.Pod, d policy.Decision) []string {
 	return order
 }
 
-// onPool fits every GPU container on the pool, or says why it cannot.
-func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool) ([]assignment, string) {
+// onPool fits every GPU container on the pool and returns the pod's demand
+// there, or says why it cannot.
+func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool, room roomFunc) ([]assignment, map[string]int64, string) {
 	if k, v, clash := selectorClash(pod.Spec.NodeSelector, pool.NodeSelector); clash {
-		return nil, fmt.Sprintf("the pod's nodeSelector %s=%s excludes it (the pool needs %s=%s)", k, pod.Spec.NodeSelector[k], k, v)
+		return nil, nil, fmt.Sprintf("the pod's nodeSelector %s=%s excludes it (the pool needs %s=%s)", k, pod.Spec.NodeSelector[k], k, v)
 	}
 	assigns := make([]assignment, 0, len(want.Requests))
 	for _, r := range want.Requests {
 		a, why := firstFit(r, d.Placement[r.Container], pool)
 		if why != "" {
-			return nil, why
+			return nil, nil, why
 		}
 		assigns = append(assigns, a)
 	}
 	nodes, why := eligibleNodes(pod, pool)
 	if why != "" {
-		return nil, why
+		return nil, nil, why
 	}
 	demand := podDemand(pod, assigns, pool)
 	if !inventory.FitsOn(nodes, demand) {
-		return nil, noFitReason(nodes, demand)
+		return nil, nil, noFitReason(nodes, demand)
 	}
-	return assigns, ""
+	if room != nil {
+		if why := room(pool, nodes, demand); why != "" {
+			return nil, nil, why
+		}
+	}
+	return assigns, demand, ""
 }
 
 // noFitReason says why no node fits, naming a missing accounting capacity,

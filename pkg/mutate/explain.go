@@ -53,7 +53,8 @@ func explain(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) st
 	if d.PriorityClassName != "" {
 		fmt.Fprintf(&b, ", and runs as PriorityClass %s (class %s)", d.PriorityClassName, classOf(want))
 	}
-	b.WriteString(".")
+	b.WriteString(". ")
+	b.WriteString(bestEffort(ch))
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, " Warning: %s.", w)
 	}

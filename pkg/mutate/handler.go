@@ -90,7 +90,8 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		}
 	}
 	start := h.opts.Clock.Now()
-	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo, Quota: rq})
+	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo, Quota: rq,
+		DryRun: req.DryRun != nil && *req.DryRun})
 	if err != nil {
 		log.Error(err, "decision failed", "pod", podRef(pod))
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored

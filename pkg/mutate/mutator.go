@@ -61,6 +61,13 @@ type Request struct {
 	UserInfo  authenticationv1.UserInfo
 	// Quota is the namespace's gpuadmit ResourceQuota; nil when it has none.
 	Quota *corev1.ResourceQuota
+	// DryRun is true for a dry-run review: nothing is created, so the
+	// pod takes no capacity.
+	DryRun bool
+
+	// recordedPool is set while a pod gpuadmit already admitted is decided
+	// again: the pool its record names.
+	recordedPool string
 }
 
 // Result is the outcome of one admission.
@@ -74,7 +81,8 @@ type Result struct {
 	Patch []jsonpatch.Operation
 	// Pod is the pod as gpuadmit admits it (the arriving pod when denied).
 	Pod *corev1.Pod
-	// Explanation is a paragraph a person can follow.
+	// Explanation is a paragraph a person can follow. It says whether the
+	// pool was chosen by free capacity (best effort) or allocatable only.
 	Explanation string
 	// Revision is the policy revision that decided; empty when no policy ran.
 	Revision string
@@ -97,7 +105,7 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 		return Result{Allowed: true, Pod: req.Pod.DeepCopy(), Explanation: "A mirror pod of a static pod: its kubelet runs it from its manifest, so gpuadmit leaves it as it is."}, nil
 	}
 	if hasOwnAnnotations(req.Pod) {
-		return m.verify(ctx, req)
+		return m.again(ctx, req)
 	}
 	if msg := foreignClaimUse(req.Pod); msg != "" {
 		return deny(req.Pod, msg), nil
@@ -110,6 +118,33 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 		return Result{}, err
 	}
 	return withPatch(req.Pod, out)
+}
+
+// again verifies a pod that carries gpuadmit's record. A pod an older
+// gpuadmit admitted has no LabelManaged (a saved pod applied again): it is
+// verified as if it had it and passes unchanged, as every pod gpuadmit
+// already decided does (the upgrade notes say how to label such pods).
+func (m *Mutator) again(ctx context.Context, req Request) (Result, error) {
+	arrived := req.Pod
+	req.recordedPool = PoolOf(arrived)
+	if arrived.Labels[LabelManaged] != "true" {
+		req.Pod = arrived.DeepCopy()
+		setMeta(&req.Pod.Labels, map[string]string{LabelManaged: "true"})
+	}
+	res, err := m.verify(ctx, req)
+	if err != nil || res.Pod == nil {
+		return res, err
+	}
+	// The result is the pod as it arrived, but for what verify changed (a
+	// fresh seal): the label lent above is not written back.
+	if arrived.Labels[LabelManaged] != "true" {
+		res.Pod = res.Pod.DeepCopy()
+		delete(res.Pod.Labels, LabelManaged)
+		if arrived.Labels == nil && len(res.Pod.Labels) == 0 {
+			res.Pod.Labels = nil
+		}
+	}
+	return res, nil
 }
 
 // decide reads the pod's intent, asks the policy and applies its decision.
@@ -145,7 +180,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err := checkPlacementNames(want, d); err != nil {
 		return Result{}, err
 	}
-	ch, reasons := choose(pod, want, d, inv)
+	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req))
 	if ch == nil {
 		r := deny(pod, noPoolMessage(want, reasons, inv))
 		if len(d.Warnings) > 0 {
@@ -159,7 +194,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil || !res.Allowed {
 		return res, err
 	}
+	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
+	m.noteAdmitted(req, res.Pod, ch)
 	return res, setScheduler(&res, d, ch)
 }
 

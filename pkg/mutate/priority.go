@@ -39,6 +39,13 @@ type MutatorOptions struct {
 	// pod that comes back is verified by deciding again, which denies it
 	// when the decision changed.
 	RecordKeys KeySource
+	// Capacity, when set, makes pool choice look at free capacity: a pool
+	// is taken only if, after what pods bound, nominated or admitted to it
+	// hold, one node the pod may run on and the pool as a whole still have
+	// room for it; otherwise the policy's next candidate is tried. Nil (the
+	// offline CLI) checks the nodes' allocatable only, as if the cluster
+	// were empty, and the explanation says so.
+	Capacity Capacity
 }
 
 // resolvePriority fills spec.priority and spec.preemptionPolicy from the

@@ -94,7 +94,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err != nil {
 		return err
 	}
-	registerHandlers(mgr, engine, live, keys, scheme, opts)
+	capa, err := addCapacity(ctx, mgr, log)
+	if err != nil {
+		return err
+	}
+	registerHandlers(mgr, engine, live, keys, capa, scheme, opts)
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: readiness(mgr, engine, watcher), log: log}); err != nil {
 		return err
 	}
@@ -114,12 +118,13 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			// The claim-template reconciler needs only the pods that hold
-			// gpuadmit share claims, not every pod of the cluster. Nodes
-			// keep only what the inventory reads: whole Nodes (images,
+			// Free capacity and the claim-template reconciler need only
+			// the pods gpuadmit placed, not every pod of the cluster; the
+			// reconciler picks those with share claims itself. Nodes keep
+			// only what the inventory reads: whole Nodes (images,
 			// conditions) would not fit the webhook's memory limit.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{claim.LabelShare: "true"})},
+				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{mutate.LabelManaged: "true"})},
 				&corev1.Node{}: {Transform: inventory.StripNode},
 			},
 		},
@@ -227,8 +232,25 @@ func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.K
 	return keys, mgr.Add(keys)
 }
 
-func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, scheme *runtime.Scheme, opts Options) {
-	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys})
+// addCapacity indexes gpuadmit's pods by node (or pool, before they have
+// one) so that pool choice sees free capacity, not allocatable only.
+func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*capacity, error) {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, placementIndex, placementKeys); err != nil {
+		return nil, fmt.Errorf("index pods by placement: %w", err)
+	}
+	capa := newCapacity(mgr.GetCache(), nil, log.WithName("capacity"))
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("pod informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(capa.Handler()); err != nil {
+		return nil, err
+	}
+	return capa, nil
+}
+
+func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, scheme *runtime.Scheme, opts Options) {
+	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys, Capacity: capa})
 	ho := mutate.HandlerOptions{
 		Quotas:   quotas{mgr.GetCache()},
 		Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook"), admitted: opts.PodEvents},
@@ -246,9 +268,9 @@ func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []
 			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 			defer cancel()
 			if !mgr.GetCache().WaitForCacheSync(ctx) {
-				return false, "node, namespace and priorityclass caches are not synced yet"
+				return false, "node, pod, namespace and priorityclass caches are not synced yet"
 			}
-			return true, "node, namespace and priorityclass caches synced"
+			return true, "node, pod, namespace and priorityclass caches synced"
 		}},
 		{name: "webhook", run: func(r *http.Request) (bool, string) {
 			if err := started(r); err != nil {

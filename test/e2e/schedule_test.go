@@ -112,3 +112,36 @@ func TestPodsBoundToANodeGetThatNodesPool(t *testing.T) {
 		}
 	}
 }
+
+// TestFallbackWhenTheFirstPoolIsFull: 80000 MiB goes first to a 7g.80gb
+// slice of the H100 pool, which has two (on h100-mig-0). Two pods take
+// them and kwok runs them; the third falls back to the next candidate, the
+// H200's 7g.141gb slice, and is scheduled there. Looking at allocatable
+// only, gpuadmit pinned it to the full pool, where it stayed Pending. (The
+// explanation's wording is tested in pkg/webhook: the GPUFallback Event of a
+// named pod regards its Namespace, and the events library folds it into the
+// series of an earlier fallback there, keeping that one's note.)
+func TestFallbackWhenTheFirstPoolIsFull(t *testing.T) {
+	ctx := context.Background()
+	var pods []*corev1.Pod
+	for _, name := range []string{"fill-h100-a", "fill-h100-b", "falls-back"} {
+		p := gpuPod("team-a", name, map[string]string{"gpuadmit.io/gpu-memory": "80000Mi"})
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatalf("step create %s: %v", name, err)
+		}
+		defer deleteAll(ctx, "team-a", p)
+		pods = append(pods, p)
+	}
+	for _, p := range pods[:2] {
+		if n := scheduledNode(t, ctx, p); n != "h100-mig-0" {
+			t.Errorf("%s runs on %q, want h100-mig-0; decision %q", p.Name, n, p.Annotations[mutate.AnnotationDecision])
+		}
+	}
+	last := pods[2]
+	if got := mutate.PoolOf(last); got != "h200-141gb-mig-mixed" {
+		t.Errorf("the third pod went to pool %q, want h200-141gb-mig-mixed; decision %q", got, last.Annotations[mutate.AnnotationDecision])
+	}
+	if n := scheduledNode(t, ctx, last); n != "h200-mig-0" {
+		t.Errorf("the third pod runs on %q, want h200-mig-0", n)
+	}
+}

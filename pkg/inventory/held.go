@@ -1,0 +1,55 @@
+package inventory
+
+// Held is what pods already hold of one pool's GPU resources, as a cache of
+// the cluster's pods (and what a replica admitted a moment ago) shows it.
+// Allocatable minus Held is what the pool has free.
+type Held struct {
+	// ByNode sums, per node name, the GPU resources of the pods bound or
+	// nominated to that node.
+	ByNode map[string]map[string]int64
+	// Pending sums the GPU resources of the pool's pods that are on no node
+	// yet: the scheduler may put each on any node of the pool, so they are
+	// counted against the pool as a whole.
+	Pending map[string]int64
+}
+
+// Free is what node n has left of each of its GPU resources.
+func (h Held) Free(n Node) map[string]int64 {
+	out := make(map[string]int64, len(n.Allocatable))
+	for r, q := range n.Allocatable {
+		out[r] = max(q-h.ByNode[n.Name][r], 0)
+	}
+	return out
+}
+
+// FitsNode reports whether one of nodes has demand free.
+func (h Held) FitsNode(nodes []Node, demand map[string]int64) bool {
+	for _, n := range nodes {
+		if covers(h.Free(n), demand) {
+			return true
+		}
+	}
+	return false
+}
+
+// PoolFree is what the pool's nodes have free in all, less what its pending
+// pods will take.
+func (h Held) PoolFree(p *Pool, demand map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(demand))
+	for r := range demand {
+		for _, n := range p.Nodes {
+			out[r] += h.Free(n)[r]
+		}
+		out[r] = max(out[r]-h.Pending[r], 0)
+	}
+	return out
+}
+
+func covers(have, demand map[string]int64) bool {
+	for r, q := range demand {
+		if have[r] < q {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,112 @@
+package mutate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+)
+
+// LabelManaged marks every pod gpuadmit places on a GPU pool, so that a
+// replica's pod cache (free capacity, share claim templates) holds those
+// pods and no others.
+const LabelManaged = "gpuadmit.io/managed"
+
+// Capacity says what pods already hold of a pool, so that the fallback
+// chain moves on from a pool that is full, not only from one too small.
+type Capacity interface {
+	// Held is what the pool's pods hold now: those bound or nominated to
+	// each node, and those on no node yet, this replica's admissions that
+	// its cache has not shown yet included.
+	Held(ctx context.Context, pool *inventory.Pool) inventory.Held
+	// Admitted notes that this replica just admitted pod to pool with
+	// demand, so that the next decisions count it before the cache shows it.
+	Admitted(pod *corev1.Pod, pool string, demand map[string]int64)
+}
+
+// roomFunc says why pool has no room for demand on nodes, or "".
+type roomFunc func(pool *inventory.Pool, nodes []inventory.Node, demand map[string]int64) string
+
+// room is the free-capacity check of one decision: nil (allocatable only)
+// where no Capacity is wired; on a re-decision of a pod gpuadmit already
+// admitted, only the pool its record names has room, since the pools that
+// were full then need not be now, and the pod's resources cannot change.
+func (m *Mutator) room(ctx context.Context, req Request) roomFunc {
+	c := m.opts.Capacity
+	if c == nil {
+		return nil
+	}
+	if req.recordedPool != "" {
+		return func(pool *inventory.Pool, _ []inventory.Node, _ map[string]int64) string {
+			if pool.Name == req.recordedPool {
+				return ""
+			}
+			return fmt.Sprintf("gpuadmit's record names pool %s, taken when this pool looked full", req.recordedPool)
+		}
+	}
+	return func(pool *inventory.Pool, nodes []inventory.Node, demand map[string]int64) string {
+		return fullReason(c.Held(ctx, pool), pool, nodes, demand)
+	}
+}
+
+// fullReason says why the pool is full for demand, or "" when it has room:
+// one node the pod may run on must have demand free, and the pool as a whole
+// must have it free after its pods that wait for a node.
+func fullReason(held inventory.Held, pool *inventory.Pool, nodes []inventory.Node, demand map[string]int64) string {
+	if !held.FitsNode(nodes, demand) {
+		return fmt.Sprintf("full: no node of its %d the pod may run on has %s free (pods bound or nominated to them hold the rest)",
+			len(nodes), formatDemand(demand))
+	}
+	free := held.PoolFree(pool, demand)
+	for r, q := range demand {
+		if free[r] < q {
+			return fmt.Sprintf("full: pods admitted to it and not yet on a node will take %s=%d, which leaves %s=%d of the %s=%d asked",
+				r, held.Pending[r], r, free[r], r, q)
+		}
+	}
+	return ""
+}
+
+// noteAdmitted tells the Capacity what a freshly admitted pod will take.
+// Dry runs and re-decisions of pods already admitted take nothing.
+func (m *Mutator) noteAdmitted(req Request, pod *corev1.Pod, ch *choice) {
+	if m.opts.Capacity == nil || req.DryRun || req.recordedPool != "" {
+		return
+	}
+	m.opts.Capacity.Admitted(pod, ch.pool.Name, ch.demand)
+}
+
+// bestEffort is the explanation's note on how the pool was checked.
+func bestEffort(ch *choice) string {
+	if len(ch.full) > 0 {
+		return fmt.Sprintf("No pool offered had room (%s), so the pod waits for room on pool %s, the first whose nodes could hold it; "+
+			"this is best effort: a pod's resources cannot change once it is created, and the scheduler decides where it runs.",
+			strings.Join(ch.full, "; "), ch.pool.Name)
+	}
+	if !ch.roomChecked {
+		return "Pools were checked against their nodes' allocatable only, not against what pods already hold (no pod cache is wired, as in the offline CLI)."
+	}
+	return "gpuadmit took the first pool that looked free, after the pods bound, nominated or admitted to it; this is best effort: " +
+		"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
+}
+
+// poolMark precedes the pool's name in gpuadmit.io/decision (decisionText).
+const poolMark = "; pool "
+
+// PoolOf is the pool gpuadmit's record on pod names, or "" when it has none.
+func PoolOf(pod *corev1.Pod) string {
+	text := pod.Annotations[AnnotationDecision]
+	i := strings.LastIndex(text, revisionMark)
+	if i < 0 {
+		return ""
+	}
+	head := text[:i]
+	j := strings.LastIndex(head, poolMark)
+	if j < 0 {
+		return ""
+	}
+	return head[j+len(poolMark):]
+}
