@@ -75,9 +75,12 @@ func newFixture(t *testing.T, slices int64, cached ...client.Object) *fixture {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&corev1.Pod{}, placementIndex, placementKeys).WithObjects(cached...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(cached...).Build()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	capa := newCapacity(c, clk, logr.Discard())
+	capa := newCapacity(clk, logr.Discard())
+	for _, o := range cached { // as the informer delivers what the cache starts with
+		capa.Handler().OnAdd(o, true)
+	}
 	engine := policy.NewEngine(policy.Options{})
 	if _, err := engine.Load(context.Background(), policy.Embedded()); err != nil {
 		t.Fatal(err)
@@ -218,6 +221,7 @@ func TestABurstFillsThePoolThenFallsBack(t *testing.T) {
 	if err := f.cache.Delete(context.Background(), admitted[0]); err != nil {
 		t.Fatal(err)
 	}
+	f.capa.Handler().OnDelete(admitted[0])
 	if got := mutate.PoolOf(f.admit(t, asking("seventh")).Pod); got != migPool {
 		t.Errorf("after a MIG pod was deleted the next went to %s, want %s", got, migPool)
 	}

@@ -232,13 +232,11 @@ func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.K
 	return keys, mgr.Add(keys)
 }
 
-// addCapacity indexes gpuadmit's pods by node (or pool, before they have
-// one) so that pool choice sees free capacity, not allocatable only.
+// addCapacity sums gpuadmit's pods by node (or pool, before they have one)
+// as the Pod informer sees them, so that pool choice sees free capacity,
+// not allocatable only.
 func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*capacity, error) {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, placementIndex, placementKeys); err != nil {
-		return nil, fmt.Errorf("index pods by placement: %w", err)
-	}
-	capa := newCapacity(mgr.GetCache(), nil, log.WithName("capacity"))
+	capa := newCapacity(nil, log.WithName("capacity"))
 	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return nil, fmt.Errorf("pod informer: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
@@ -31,6 +32,7 @@ var quotaDecls = `gpuadmit:
   - {namespaces: [quota-mix], gpuMemory: 200000Mi}
   - {namespaces: [quota-edit], gpuMemory: %s}
   - {namespaces: [quota-dra], gpuMemory: 40Gi}
+  - {namespaces: [quota-nopolicy], gpuMemory: 10Gi}
 `
 
 // useQuotas swaps in a policy version declaring quotas; edit sets quota-edit's gpuMemory.
@@ -273,4 +275,71 @@ func podPointers(pods []corev1.Pod) []*corev1.Pod {
 		out[i] = &pods[i]
 	}
 	return out
+}
+
+// TestQuotaLeaderWithoutAPolicyKeepsQuotas: a webhook replica that leads the
+// quota reconciler but has no policy set it can activate (the only set on
+// disk does not compile) has no declarations to read; that is not
+// declarations that govern nothing, so it must leave gpuadmit's
+// ResourceQuotas alone. Before, it deleted every one of them.
+func TestQuotaLeaderWithoutAPolicyKeepsQuotas(t *testing.T) {
+	ctx := context.Background()
+	makeNamespaces(t, ctx, "quota-nopolicy")
+	useQuotas(t, "quotas-nopolicy", "8Gi")
+	quotaReady(t, ctx, "quota-nopolicy", 10*1024)
+
+	env.StopWebhook()
+	dir := filepath.Join(filepath.Dir(policyDir), "broken")
+	if err := writePolicies(dir, map[string]string{"broken.rego": "package gpuadmit\n\nthis is not rego\n"}); err != nil {
+		t.Fatal(err)
+	}
+	swapPolicies(t, "broken")
+	defer func() {
+		env.StopWebhook()
+		swapPolicies(t, "v1")
+		if err := env.StartWebhook(ctx); err != nil {
+			t.Fatalf("restart the webhook on v1: %v", err)
+		}
+	}()
+	before := reconciles(t)
+	if err := env.StartWebhookUnready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var namespaces corev1.NamespaceList
+	if err := env.Client.List(ctx, &namespaces); err != nil {
+		t.Fatal(err)
+	}
+	// The reconciler goes through every namespace at start; once it has,
+	// whatever it would do to quota-nopolicy's quota is done.
+	waitFor(t, "the quota reconciler visits every namespace", 30*time.Second, func() (bool, string) {
+		n := reconciles(t) - before
+		return n >= float64(len(namespaces.Items)), fmt.Sprintf("%v of %d reconciled", n, len(namespaces.Items))
+	})
+	q := &corev1.ResourceQuota{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "quota-nopolicy", Name: quota.Name}, q); err != nil {
+		t.Errorf("gpuadmit's ResourceQuota in quota-nopolicy, with no policy set active: %v", err)
+	}
+}
+
+// reconciles is how many times the quota reconciler has run in this process.
+func reconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "gpuadmit-quota" {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
 }

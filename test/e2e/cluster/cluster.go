@@ -248,6 +248,15 @@ type inProcess struct {
 // StartWebhook runs gpuadmit's webhook with the serving certificate envtest
 // registered, and waits until its /readyz passes.
 func (c *Cluster) StartWebhook(ctx context.Context) error {
+	if err := c.StartWebhookUnready(ctx); err != nil {
+		return err
+	}
+	return c.webhook.waitReady(30 * time.Second)
+}
+
+// StartWebhookUnready runs gpuadmit's webhook and returns at once, for tests
+// of a replica that never becomes ready (no policy set it can activate).
+func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
 	if c.webhook != nil {
 		return errors.New("the webhook is already running")
 	}
@@ -280,7 +289,7 @@ func (c *Cluster) StartWebhook(ctx context.Context) error {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhookUser}
 	go func() { w.done <- webhook.Run(wctx, cfg, opts, log) }()
 	c.webhook = w
-	return w.waitReady(30 * time.Second)
+	return nil
 }
 
 // recordKeyDir holds a random record key, made once per cluster (as the dev
