@@ -27,7 +27,13 @@ var defaultEngine = func() *policy.Engine {
 
 func exampleInventory(t testing.TB) *inventory.Inventory {
 	t.Helper()
-	f, err := os.Open("../../examples/nodes.yaml")
+	return inventory.Build(readNodes(t, "../../examples/nodes.yaml"), allocator.Default())
+}
+
+// readNodes reads a YAML stream of Node objects, as `kubectl get nodes -o yaml` writes it.
+func readNodes(t testing.TB, path string) []corev1.Node {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +42,7 @@ func exampleInventory(t testing.TB) *inventory.Inventory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inventory.Build(nodes, allocator.Default())
+	return nodes
 }
 
 func readYAML(t testing.TB, path string, into any) {

@@ -3,7 +3,6 @@ package mutate
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -296,16 +295,7 @@ func keyedHandler(t *testing.T, keys KeySet, nodes []corev1.Node) *Handler {
 }
 
 func exampleNodes(t *testing.T) []corev1.Node {
-	f, err := os.Open("../../examples/nodes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	nodes, err := inventory.ReadNodes(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nodes
+	return readNodes(t, "../../examples/nodes.yaml")
 }
 
 // withoutPool drops the nodes that sel selects.

@@ -2,7 +2,6 @@ package mutate
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,15 +17,7 @@ import (
 // (nvidia.com/gpu.shared) and one whole L4.
 func timeSlicedMutator(t *testing.T, eval Evaluator) *Mutator {
 	t.Helper()
-	f, err := os.Open("../../examples/nodes-time-sliced.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	nodes, err := inventory.ReadNodes(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes := readNodes(t, "../../examples/nodes-time-sliced.yaml")
 	return NewMutator(eval, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{})
 }
 
