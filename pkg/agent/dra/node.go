@@ -139,14 +139,15 @@ func (n *Node) publishLoop(ctx context.Context, driver *Driver, helper *kubeletp
 }
 
 // gpus is a fresh discovery with the health watcher's verdicts, and the
-// MIG device UUIDs when a GPU has MIG on.
+// MIG device UUIDs when a GPU has MIG on. A GPU is healthy when discovery
+// read it and the watcher does not hold it sick, as in device-plugin mode.
 func (n *Node) gpus() ([]agent.GPU, map[InstanceKey]string, error) {
 	gpus, err := n.discover.Discover()
 	if err != nil {
 		return nil, nil, fmt.Errorf("discover GPUs: %w", err)
 	}
 	for i := range gpus {
-		gpus[i].Healthy = !n.health.isBad(gpus[i].UUID)
+		gpus[i].Healthy = gpus[i].Error == "" && !n.health.isBad(gpus[i].UUID)
 	}
 	if n.opts.MIGUUIDs == nil || !slices.ContainsFunc(gpus, func(g agent.GPU) bool { return !g.Shares() }) {
 		return gpus, nil, nil
