@@ -17,23 +17,22 @@ import (
 // name cannot contain ':', so it never collides with one.
 const pendingPrefix = "pool:"
 
-// placementKeys is where a pod holds capacity: the node it is bound or
-// nominated to, or, on none yet, pendingPrefix+its pool. Pods that finished
-// hold nothing.
-func placementKeys(p *corev1.Pod) []string {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return nil
-	}
+// placement is where a pod holds capacity: the node it is bound or
+// nominated to, or, on none yet, pendingPrefix+its pool; "" for a pod that
+// finished, which holds nothing.
+func placement(p *corev1.Pod) string {
 	switch {
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		return ""
 	case p.Spec.NodeName != "":
-		return []string{p.Spec.NodeName}
+		return p.Spec.NodeName
 	case p.Status.NominatedNodeName != "":
-		return []string{p.Status.NominatedNodeName}
+		return p.Status.NominatedNodeName
 	}
 	if pool := mutate.PoolOf(p); pool != "" {
-		return []string{pendingPrefix + pool}
+		return pendingPrefix + pool
 	}
-	return nil
+	return ""
 }
 
 // capacity is mutate.Capacity over the webhook's cache of gpuadmit's pods

@@ -31,9 +31,9 @@ func newTally() *tally {
 
 // set counts p where it now holds capacity, instead of where it did.
 func (t *tally) set(p *corev1.Pod) {
-	next := placed{}
-	if keys := placementKeys(p); len(keys) == 1 {
-		next = placed{key: keys[0], req: gpuRequests(p)}
+	next := placed{key: placement(p)}
+	if next.key != "" {
+		next.req = gpuRequests(p)
 	}
 	id := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()
