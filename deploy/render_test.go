@@ -1,11 +1,7 @@
 package deploy_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,10 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/certs"
 	"github.com/gpuadmit/gpuadmit/deploy"
@@ -98,59 +92,36 @@ func (tl tools) templateErr(t *testing.T, args ...string) ([]byte, error) {
 // decoder decodes strictly: an unknown or duplicate field is an error, so a
 // misspelt or misplaced field fails here instead of being dropped by the API server.
 var decoder = func() runtime.Decoder {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, cmv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			panic(err)
-		}
+	d, err := deploy.StrictDecoder(clientgoscheme.AddToScheme, cmv1.AddToScheme)
+	if err != nil {
+		panic(err)
 	}
-	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+	return d
 }()
 
 // decode splits a YAML stream and decodes every document.
 func decode(t *testing.T, stream []byte) objects {
 	t.Helper()
 	objs := objects{}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if empty(t, doc) {
-			continue
-		}
-		obj, gvk, err := decoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode:\n%s\n%v", doc, err)
-		}
+	err := deploy.DecodeStream(stream, decoder, func(obj runtime.Object, gvk *schema.GroupVersionKind) error {
 		m, err := meta.Accessor(obj)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		k := key{gvk.Kind, m.GetNamespace(), m.GetName()}
 		if _, dup := objs[k]; dup {
-			t.Fatalf("%s rendered twice", k)
+			return fmt.Errorf("%s rendered twice", k)
 		}
 		objs[k] = obj
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(objs) == 0 {
 		t.Fatal("nothing rendered")
 	}
 	return objs
-}
-
-// empty reports a document with no object (only comments, as helm leaves
-// for a template whose condition is false).
-func empty(t *testing.T, doc []byte) bool {
-	var v map[string]any
-	if err := yaml.Unmarshal(doc, &v); err != nil {
-		t.Fatalf("parse:\n%s\n%v", doc, err)
-	}
-	return len(v) == 0
 }
 
 // get returns the object kind namespace/name as T, failing the test without it.

@@ -5,13 +5,9 @@
 package agent_test
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -23,8 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -111,30 +106,20 @@ func concatenate(t *testing.T) []byte {
 
 // decode decodes every document strictly: a misspelt field fails here.
 func decode(t *testing.T, stream []byte) map[string][]runtime.Object {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	t.Helper()
+	dec, err := deploy.StrictDecoder(clientgoscheme.AddToScheme)
+	if err != nil {
 		t.Fatal(err)
 	}
-	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	out := map[string][]runtime.Object{}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(bytes.TrimSpace(regexp.MustCompile(`(?m)^#.*$`).ReplaceAll(doc, nil))) == 0 {
-			continue
-		}
-		obj, gvk, err := decoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode:\n%s\n%v", doc, err)
-		}
+	err = deploy.DecodeStream(stream, dec, func(obj runtime.Object, gvk *schema.GroupVersionKind) error {
 		out[gvk.Kind] = append(out[gvk.Kind], obj)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 func TestManifestsHoldTogether(t *testing.T) {

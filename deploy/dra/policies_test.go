@@ -1,10 +1,6 @@
 package dra_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gpuadmit/gpuadmit/deploy"
@@ -53,27 +48,25 @@ func build(t *testing.T) map[string][]runtime.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	return decodeStrict(t, stream)
+}
+
+// decodeStrict decodes every document strictly: a misspelt field fails here.
+func decodeStrict(t *testing.T, stream []byte) map[string][]runtime.Object {
+	t.Helper()
+	dec, err := deploy.StrictDecoder(clientgoscheme.AddToScheme)
+	if err != nil {
 		t.Fatal(err)
 	}
-	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 	out := map[string][]runtime.Object{}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, gvk, err := decoder.Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode:\n%s\n%v", doc, err)
-		}
+	err = deploy.DecodeStream(stream, dec, func(obj runtime.Object, gvk *schema.GroupVersionKind) error {
 		out[gvk.Kind] = append(out[gvk.Kind], obj)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 // policy returns the rendered policy name.
