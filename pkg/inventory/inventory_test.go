@@ -56,7 +56,13 @@ func view(inv *inventory.Inventory) map[string]poolView {
 
 func exampleNodes(t testing.TB) []corev1.Node {
 	t.Helper()
-	f, err := os.Open("../../examples/nodes.yaml")
+	return readNodes(t, "../../examples/nodes.yaml")
+}
+
+// readNodes reads a YAML stream of Node objects from path.
+func readNodes(t testing.TB, path string) []corev1.Node {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package inventory_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,16 +12,7 @@ import (
 
 func timeSlicedNodes(t testing.TB) []corev1.Node {
 	t.Helper()
-	f, err := os.Open("../../examples/nodes-time-sliced.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	nodes, err := inventory.ReadNodes(f)
-	if err != nil {
-		t.Fatalf("ReadNodes: %v", err)
-	}
-	return nodes
+	return readNodes(t, "../../examples/nodes-time-sliced.yaml")
 }
 
 // TestBuildTimeSliced: GPUs NVIDIA's device plugin time-slices are their own
