@@ -23,7 +23,8 @@ func (inv *Inventory) add(g gpuNode) {
 			g.node.Name, g.product, g.mode, offerText(g.offer), name, p.Product, p.Mode, offerText(p.offer))
 		return
 	}
-	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Labels: g.node.Labels})
+	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Labels: g.node.Labels,
+		object: newNodeObject(g.node.Name, g.node.Labels)})
 	p.keepCommonLabels(g.node.Labels, len(p.Nodes) == 1)
 	p.GPUsPerNode = max(p.GPUsPerNode, g.gpus)
 	for r, q := range g.alloc {

@@ -68,13 +68,24 @@ type Node struct {
 	// Labels are the node's labels, against which a pod's own nodeSelector
 	// and required node affinity are matched.
 	Labels map[string]string `json:"-"`
+
+	object *corev1.Node // Object, made once with the inventory
 }
 
 // Object is the node as a scheduler's node-affinity matcher reads it:
-// its name (matchFields metadata.name) and its labels.
+// its name (matchFields metadata.name) and its labels. An inventory's nodes
+// make it once, not on every decision that matches a pod against them;
+// callers must not change it.
 func (n Node) Object() *corev1.Node {
+	if n.object != nil {
+		return n.object
+	}
+	return newNodeObject(n.Name, n.Labels)
+}
+
+func newNodeObject(name string, labels map[string]string) *corev1.Node {
 	o := &corev1.Node{}
-	o.Name, o.Labels = n.Name, n.Labels
+	o.Name, o.Labels = name, labels
 	return o
 }
 
