@@ -148,3 +148,15 @@ func TestDRAClaimsCannotBeForged(t *testing.T) {
 		t.Errorf("a pod using gpuadmit's template on its own: allowed %v, %q", got.Allowed, got.Message)
 	}
 }
+
+// A fraction is never given less memory than it asks: 0.995 of an 81559 MiB
+// H100 is 81152 MiB, over the 79 GiB a claim of one GPU can have, so it is
+// not a share (it used to be cut down to 79 GiB).
+func TestDRAFractionIsNeverCutDown(t *testing.T) {
+	p := pod("p", map[string]string{"gpuadmit.io/gpu": "995m"})
+	p.Annotations = map[string]string{"gpuadmit.io/backend": "shared"}
+	res := mustMutate(t, draMutator(), p)
+	if res.Allowed || !strings.Contains(res.Message, "80896 MiB a share of one 81559 MiB GPU can have") {
+		t.Errorf("allowed %v (claims %v), %q; want a denial naming the most a share can have", res.Allowed, claimsOf(res.Pod), res.Message)
+	}
+}

@@ -278,11 +278,10 @@ func fitClaim(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	var why string
 	switch r.Form {
 	case intent.Memory:
-		mib = (r.MemoryMiB + step - 1) / step * step
+		mib = allocator.ShareUnits(r.MemoryMiB, step) * step
 		why = fmt.Sprintf("%d MiB rounded up to the driver's %d MiB step", r.MemoryMiB, step)
 	case intent.Fraction:
-		mib = min((r.FractionMilli*pool.GPUMemoryMiB+999)/1000, pool.GPUMemoryMiB)
-		mib = min((mib+step-1)/step*step, most)
+		mib = allocator.FractionShareUnits(r.FractionMilli, pool.GPUMemoryMiB, step) * step
 		why = fmt.Sprintf("%d/1000 of the GPU's %d MiB in whole %d MiB steps", r.FractionMilli, pool.GPUMemoryMiB, step)
 	default:
 		return assignment{}, fmt.Errorf("%s is not a memory share", r)
