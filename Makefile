@@ -38,7 +38,7 @@ bench-admission:
 	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null
 	mkdir -p docs/benchmarks/admission
-	$(GO) run ./cmd/gpuadmit bench admission --out docs/benchmarks/admission >docs/benchmarks/admission/table.md
+	$(GO) run ./cmd/gpuadmit-bench admission --out docs/benchmarks/admission >docs/benchmarks/admission/table.md
 
 dev-cluster:
 	./hack/dev-cluster.sh up

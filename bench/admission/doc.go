@@ -18,5 +18,5 @@
 // apiserver_admission_webhook_admission_duration_seconds and the webhook
 // servers' own histograms before and after every run. Run writes
 // results.json and a PNG; it is a benchmark, so it reports and never fails
-// on a number. `gpuadmit bench admission` runs it.
+// on a number. `gpuadmit-bench admission` runs it.
 package admission

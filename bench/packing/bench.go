@@ -26,7 +26,7 @@ type Study struct {
 	Seed uint64
 }
 
-// Result is what a run reports, as `gpuadmit bench packing -o json` prints it.
+// Result is what a run reports, as `gpuadmit-bench packing -o json` prints it.
 type Result struct {
 	Policy        string  `json:"policy"`
 	Workload      string  `json:"workload"`

@@ -6,7 +6,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/bench/admission"
 )
 
-func benchAdmissionCmd() *cobra.Command {
+func admissionCmd() *cobra.Command {
 	var o admission.Options
 	var out string
 	cmd := &cobra.Command{

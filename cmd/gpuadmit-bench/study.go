@@ -14,7 +14,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/bench/packing"
 )
 
-// studyFlags are the flags of `bench study`, as given.
+// studyFlags are the flags of `gpuadmit-bench study`, as given.
 type studyFlags struct {
 	trace, workloads, policies, seeds, out string
 	workers                                int
@@ -23,13 +23,13 @@ type studyFlags struct {
 // defaultStudyWorkloads are the workloads of the paper's packing figures.
 const defaultStudyWorkloads = "default,gpushare40,gpushare60,gpushare80,gpushare100,multigpu20,multigpu30,multigpu40,multigpu50"
 
-func benchStudyCmd() *cobra.Command {
+func studyCmd() *cobra.Command {
 	f := studyFlags{trace: "../shared/data/openb", workloads: defaultStudyWorkloads, policies: "all",
 		seeds: "42-51", out: "docs/benchmarks/packing", workers: 1}
 	cmd := &cobra.Command{
 		Use:   "study --trace DIR --workloads A,B --policies all --seeds 42-51 --workers 1 --out DIR",
 		Short: "Run the packing study for every workload, policy and seed and write its report",
-		Long: "Run `bench packing` for every workload, policy and seed, then write into --out the raw\n" +
+		Long: "Run `gpuadmit-bench packing` for every workload, policy and seed, then write into --out the raw\n" +
 			"results (results.json), their summary over seeds (summary.json, summary.md) and plots\n" +
 			"(<workload>.png, at100.png), and print summary.md. Progress goes to stderr.",
 		Args: cobra.NoArgs,

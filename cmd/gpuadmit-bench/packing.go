@@ -10,16 +10,9 @@ import (
 	"github.com/gpuadmit/gpuadmit/bench/packing"
 )
 
-// benchCmd groups the benchmarks; `packing` replays the FGD study (ATC'23)
-// on the Alibaba openb trace with one placement policy.
-func benchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Run gpuadmit's benchmarks"}
-	cmd.AddCommand(benchPackingCmd(), benchAdmissionCmd())
-	cmd.AddCommand(benchStudyCmd())
-	return cmd
-}
-
-func benchPackingCmd() *cobra.Command {
+// packingCmd replays the FGD study (ATC'23) on the Alibaba openb trace with
+// one placement policy.
+func packingCmd() *cobra.Command {
 	s := packing.Study{Trace: "../shared/data/openb", Workload: "default", Policy: "fgd", Seed: 42}
 	var output string
 	cmd := &cobra.Command{
