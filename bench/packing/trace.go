@@ -49,13 +49,18 @@ func PodFile(name string) string {
 	return "openb_pod_list_" + name + ".csv"
 }
 
+// clusterFile is the cluster file named, NodeFile when none is.
+func clusterFile(name string) string {
+	if name == "" {
+		return NodeFile
+	}
+	return name
+}
+
 // LoadNodes reads the cluster file (NodeFile unless named) of a trace directory.
 func LoadNodes(dir, file string) ([]Node, error) {
-	if file == "" {
-		file = NodeFile
-	}
 	var nodes []Node
-	err := readCSV(filepath.Join(dir, file), []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"},
+	err := readCSV(filepath.Join(dir, clusterFile(file)), []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"},
 		func(r row) error {
 			n := Node{Name: r.str("sn"), MilliCPU: r.int("cpu_milli"), MemoryMiB: r.int("memory_mib"),
 				GPUs: int(r.int("gpu")), Model: r.str("model")}
