@@ -16,8 +16,8 @@ import (
 
 // studyFlags are the flags of `gpuadmit-bench study`, as given.
 type studyFlags struct {
-	trace, workloads, policies, seeds, out string
-	workers                                int
+	trace, checksums, workloads, policies, seeds, out string
+	workers                                           int
 }
 
 // defaultStudyWorkloads are the workloads of the paper's packing figures.
@@ -31,7 +31,8 @@ func studyCmd() *cobra.Command {
 		Short: "Run the packing study for every workload, policy and seed and write its report",
 		Long: "Run `gpuadmit-bench packing` for every workload, policy and seed, then write into --out the raw\n" +
 			"results (results.json), their summary over seeds (summary.json, summary.md) and plots\n" +
-			"(<workload>.png, at100.png), and print summary.md. Progress goes to stderr.",
+			"(<workload>.png, at100.png), and print summary.md. Progress goes to stderr. The trace files\n" +
+			"are checked against --checksums first (docs/trace.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runStudy(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -39,6 +40,7 @@ func studyCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.trace, "trace", f.trace, "openb trace directory (relative to the working directory)")
+	fl.StringVar(&f.checksums, "checksums", "", checksumsUsage)
 	fl.StringVar(&f.workloads, "workloads", f.workloads, "comma-separated pod lists: default, gpushare40, multigpu20, … or file names")
 	fl.StringVar(&f.policies, "policies", f.policies, "comma-separated policies, or all: "+strings.Join(packing.Policies, ", "))
 	fl.StringVar(&f.seeds, "seeds", f.seeds, "seeds: comma-separated numbers and ranges (42-51, 42,45)")
@@ -62,6 +64,9 @@ func runStudy(ctx context.Context, f studyFlags, stdout, stderr io.Writer) error
 	}
 	if f.workers < 1 {
 		return fmt.Errorf("--workers %d: want at least 1", f.workers)
+	}
+	if err := verifyTrace(f.trace, f.checksums, packing.TraceFiles("", workloads...)); err != nil {
+		return err
 	}
 	start := time.Now()
 	results, err := runMatrix(ctx, f.trace, workloads, policies, seeds, f.workers, stderr)
