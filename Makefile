@@ -6,7 +6,7 @@ GO ?= go
 # cgo's warnings about them out of the build log.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test build bench bench-admission dev-cluster dev-cluster-down
+.PHONY: run test build bench bench-admission bench-packing dev-cluster dev-cluster-down
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
@@ -39,6 +39,15 @@ bench-admission:
 	./hack/e2e-binaries.sh >/dev/null
 	mkdir -p docs/benchmarks/admission
 	$(GO) run ./cmd/gpuadmit-bench admission --out docs/benchmarks/admission >docs/benchmarks/admission/table.md
+
+# bench-packing runs the packing study (9 workloads, 7 policies, seeds 42-51:
+# 630 runs, 6-7 minutes on 2 cores) on the openb trace in OPENB into
+# docs/benchmarks/packing. The trace is not in the repository: docs/trace.md
+# says where it comes from, hack/fetch-openb.sh DIR fetches it, and the study
+# checks every file it reads against bench/packing/openb.sha256.
+OPENB ?= ../shared/data/openb
+bench-packing:
+	$(GO) run ./cmd/gpuadmit-bench study --trace $(OPENB) --out docs/benchmarks/packing
 
 dev-cluster:
 	./hack/dev-cluster.sh up

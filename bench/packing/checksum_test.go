@@ -151,3 +151,13 @@ func TestVerifyPublishedTrace(t *testing.T) {
 		t.Errorf("%s differs from the trace's own SHA256SUMS", OpenbSumsFile)
 	}
 }
+
+func TestTraceDocListsTheSums(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "trace.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```\n"+openbSums+"```\n") {
+		t.Errorf("docs/trace.md has no code block equal to %s; copy the file into it", OpenbSumsFile)
+	}
+}

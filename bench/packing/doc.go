@@ -2,7 +2,8 @@
 // Scheduling GPU-Sharing Workloads with Fragmentation Gradient Descent"
 // (Weng et al., USENIX ATC'23, "FGD") on the Alibaba openb trace, with
 // pkg/allocator as the placement engine. It reads the trace where it lies
-// (gpuadmit does not copy it).
+// (gpuadmit does not copy it; docs/trace.md says where it comes from), and
+// Checksums checks its files against the published ones (openb.sha256).
 //
 // Protocol (the paper §6.1; the artifact
 // github.com/hkust-adsl/kubernetes-scheduler-simulator, the code behind
