@@ -64,6 +64,9 @@ type Request struct {
 	// DryRun is true for a dry-run review: nothing is created, so the
 	// pod takes no capacity.
 	DryRun bool
+	// Template is true when Pod is a workload's pod template (a Kueue Job's),
+	// decided before any pod exists: it takes no capacity yet.
+	Template bool
 
 	// recordedPool is set while a pod gpuadmit already admitted is decided
 	// again: the pool its record names.
@@ -193,6 +196,11 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	res, err := apply(pod, want, d, ch)
 	if err != nil || !res.Allowed {
 		return res, err
+	}
+	// A pod decided again for its record (req.recordedPool) was counted
+	// by Kueue as gpuadmit wrote it.
+	if msg := kueueUncounted(pod, res.Pod); msg != "" && req.recordedPool == "" {
+		return deny(pod, msg), nil
 	}
 	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)

@@ -45,6 +45,10 @@ import (
 // (deploy/base/recordpolicy.yaml), not by a webhook.
 const MutatePath = "/mutate-v1-pod"
 
+// MutateJobPath is where the webhook decides the pod templates of
+// Kueue-managed batch/v1 Jobs.
+const MutateJobPath = "/mutate-batch-v1-job"
+
 var certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "gpuadmit_webhook_certificate_expiry_timestamp_seconds",
 	Help: "When the serving certificate in use expires (Unix time).",
@@ -256,6 +260,7 @@ func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventor
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme, ho)
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+	srv.Register(MutateJobPath, &admission.Webhook{Handler: mutate.NewJobHandler(h), RecoverPanic: ptr.To(true)})
 }
 
 func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {
