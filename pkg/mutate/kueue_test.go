@@ -57,7 +57,7 @@ func jobReview(t *testing.T, j *batchv1.Job) (admission.Request, []byte) {
 	}
 	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID: "job-1", Kind: metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"},
-		Resource: metav1.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
+		Resource:  metav1.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"},
 		Namespace: j.Namespace, Name: j.Name, Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
 	}}, raw
 }
