@@ -175,7 +175,7 @@ func (c *Cluster) startComponents() error {
 		// (upstream's known window). A 5s period made the 100-pod race test
 		// fail now and then; nothing here needs the periodic recount.
 		{"kube-controller-manager", append(kcmArgs,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset",
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset,job",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2")},
@@ -192,6 +192,18 @@ func (c *Cluster) startComponents() error {
 		c.procs = append(c.procs, p)
 	}
 	return nil
+}
+
+// StartProcess runs another component, the binary name in the binary
+// directory, with its log in the log directory (Tail reads it); stop ends it.
+// The cluster's Stop ends it if the test did not.
+func (c *Cluster) StartProcess(name string, args ...string) (stop func(), err error) {
+	p, err := startProc(filepath.Join(c.opts.BinDir, name), name, c.LogDir, args...)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, p)
+	return p.stop, nil
 }
 
 func kwokStages(bin string) []string {
