@@ -38,6 +38,7 @@ type Mutator struct {
 	inv   InventorySource
 	opts  MutatorOptions
 	pools atomic.Pointer[preparedPools] // input.pools of the last inventory seen
+	memo  decisionMemo
 }
 
 // preparedPools is an inventory's pools converted for the policy once.
@@ -167,7 +168,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	}
 	asked := req
 	asked.Pod = m.withoutClusterDefault(ctx, pod)
-	d, err := m.eval.Evaluate(ctx, input(asked, want, pools))
+	d, err := m.evaluate(ctx, inv, input(asked, want, pools))
 	if err != nil {
 		return Result{}, err
 	}
@@ -247,7 +248,7 @@ func input(req Request, want intent.Pod, pools policy.Pools) policy.Input {
 		Operation:  op,
 		UserInfo:   req.UserInfo,
 		Namespace:  namespaceOf(req),
-		Pod:        req.Pod,
+		Pod:        policy.View(req.Pod),
 		Containers: want.Requests,
 		Hints:      hints(want),
 		Pools:      pools,

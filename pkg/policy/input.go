@@ -2,7 +2,6 @@ package policy
 
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 )
@@ -16,8 +15,8 @@ type Input struct {
 	UserInfo authenticationv1.UserInfo `json:"userInfo"`
 	// Namespace is the pod's namespace with its labels and annotations.
 	Namespace Namespace `json:"namespace"`
-	// Pod is the pod as it arrived.
-	Pod *corev1.Pod `json:"pod"`
+	// Pod is the pod as it arrived, as a policy sees it (View).
+	Pod *PodView `json:"pod"`
 	// Containers are the normalized GPU requests, one per GPU container.
 	Containers []intent.Request `json:"containers"`
 	// Hints are the pod-level hints (class, backend, model).
