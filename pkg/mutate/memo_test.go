@@ -139,7 +139,9 @@ func TestMemoKeyCoversEverythingThePolicyReads(t *testing.T) {
 			r.Namespace = r.Namespace.DeepCopy()
 			r.Namespace.Labels["gpuadmit.io/class"] = "training"
 		}},
-		{"who creates the pod", func(r *Request) { r.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller"} }},
+		{"who creates the pod", func(r *Request) {
+			r.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller"}
+		}},
 		{"the namespace's quota usage", func(r *Request) {
 			r.Quota = &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpuadmit"}, Status: corev1.ResourceQuotaStatus{
 				Hard: corev1.ResourceList{"requests." + allocator.ResourceMemoryMiB: resource.MustParse("100000")},
