@@ -21,6 +21,11 @@ type Evaluator interface {
 	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
 }
 
+// SchedulerSource lists the second schedulers running now (gpuadmit-scheduler).
+type SchedulerSource interface {
+	Live() []string
+}
+
 // InventorySource returns the cluster's GPU pools as they are now.
 type InventorySource interface {
 	Inventory() *inventory.Inventory
@@ -168,7 +173,11 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	}
 	asked := req
 	asked.Pod = m.withoutClusterDefault(ctx, pod)
-	d, err := m.evaluate(ctx, inv, input(asked, want, pools))
+	in := input(asked, want, pools)
+	if m.opts.Schedulers != nil {
+		in.Cluster.Schedulers = orNone(m.opts.Schedulers.Live())
+	}
+	d, err := m.evaluate(ctx, inv, in)
 	if err != nil {
 		return Result{}, err
 	}
@@ -253,6 +262,7 @@ func input(req Request, want intent.Pod, pools policy.Pools) policy.Input {
 		Hints:      hints(want),
 		Pools:      pools,
 		Quota:      quotaInput(req.Quota),
+		Cluster:    policy.Cluster{Schedulers: []string{}},
 	}
 }
 

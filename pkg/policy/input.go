@@ -26,6 +26,16 @@ type Input struct {
 	Pools any `json:"pools"`
 	// Quota is the namespace's quota declarations and usage, where known.
 	Quota any `json:"quota"`
+	// Cluster is what the webhook sees of the cluster besides its pools.
+	Cluster Cluster `json:"cluster"`
+}
+
+// Cluster is input.cluster.
+type Cluster struct {
+	// Schedulers are the second schedulers running now (gpuadmit-scheduler
+	// while its leader renews its Lease); never null. The default policy
+	// gives every pool to gpuadmit-scheduler while it runs.
+	Schedulers []string `json:"schedulers"`
 }
 
 // Namespace is the part of a Namespace a policy reads.
