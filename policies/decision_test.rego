@@ -335,6 +335,25 @@ test_default_scheduler_counts_as_unset if {
 	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
 }
 
+test_gpuadmit_scheduler_owns_every_pool_while_it_runs if {
+	running := object.union(scheduled_input("default-scheduler", {}, []), {"cluster": {"schedulers": ["gpuadmit-scheduler"]}})
+	d := gpuadmit.decision with input as running
+	[c.schedulerName | some c in d.placement.main] == ["gpuadmit-scheduler", "gpuadmit-scheduler"]
+
+	# The data's owners and defaultOwner come first.
+	named := gpuadmit.decision with input as running
+		with data.gpuadmit.config.schedulers as with_schedulers({"t4-whole": "default-scheduler"}, [])
+	[[c.pool, c.schedulerName] | some c in named.placement.main] == [["a100-mig", "gpuadmit-scheduler"], ["t4-whole", "default-scheduler"]]
+	chosen := gpuadmit.decision with input as running
+		with data.gpuadmit.config.schedulers as object.union(with_schedulers({}, []), {"defaultOwner": "default-scheduler"})
+	[c.schedulerName | some c in chosen.placement.main] == ["default-scheduler", "default-scheduler"]
+}
+
+test_gpuadmit_scheduler_owns_nothing_when_it_does_not_run if {
+	d := gpuadmit.decision with input as object.union(scheduled_input("default-scheduler", {}, []), {"cluster": {"schedulers": []}})
+	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
+}
+
 test_a_migrated_scheduler_is_taken_over if {
 	d := gpuadmit.decision with input as scheduled_input("volcano", {}, [])
 	d.migrateFrom == "volcano"

@@ -114,9 +114,22 @@ migrate_from := pod_scheduler if {
 	pod_scheduler in object.get(scheduler_config, "migrate", [])
 } else := ""
 
-# pool_owner is the scheduler that owns the pool, default-scheduler unless
-# the data names another.
-pool_owner(p) := object.get(object.get(scheduler_config, "owners", {}), p.name, "default-scheduler")
+# pool_owner is the scheduler that owns the pool: the one the data's owners
+# name, else default_owner.
+pool_owner(p) := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+
+# default_owner owns the pools the data's owners do not name: the data's
+# defaultOwner; else gpuadmit-scheduler while it runs (the webhook sees its
+# leader renew its Lease), so that its placement score packs the GPUs; else
+# the stock scheduler, default-scheduler. When every gpuadmit-scheduler
+# replica is gone, new GPU pods go to the stock scheduler instead of
+# waiting for one that does not come.
+default_owner := o if {
+	o := scheduler_config.defaultOwner
+	o != ""
+} else := "gpuadmit-scheduler" if {
+	"gpuadmit-scheduler" in object.get(object.get(input, "cluster", {}), "schedulers", [])
+} else := "default-scheduler"
 
 # scheduler_allows: a pod that keeps its scheduler goes only to pools that
 # scheduler owns or that are default-scheduler's; two schedulers never share
