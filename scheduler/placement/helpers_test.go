@@ -65,6 +65,12 @@ func (c *cluster) add(n *corev1.Node, pods ...*corev1.Pod) {
 // newEnv starts the framework; args is the plugin's args as JSON ("" for none).
 func newEnv(t *testing.T, args string, c cluster, objs ...runtime.Object) *env {
 	t.Helper()
+	return newEnvWith(t, args, c, nil, objs...)
+}
+
+// newEnvWith is newEnv with more framework options.
+func newEnvWith(t *testing.T, args string, c cluster, opts []frameworkruntime.Option, objs ...runtime.Object) *env {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	client := fake.NewClientset(objs...)
@@ -89,8 +95,8 @@ func newEnv(t *testing.T, args string, c cluster, objs ...runtime.Object) *env {
 		tf.RegisterQueueSortPlugin(queuesort.Name, queuesort.New),
 		tf.RegisterBindPlugin(defaultbinder.Name, defaultbinder.New),
 		tf.RegisterPluginAsExtensions(placement.Name, factory, "PreFilter", "Filter", "PreScore", "Score"),
-	}, profile, frameworkruntime.WithClientSet(client), frameworkruntime.WithInformerFactory(f),
-		frameworkruntime.WithSharedDRAManager(dra), frameworkruntime.WithSnapshotSharedLister(snapshot))
+	}, profile, append([]frameworkruntime.Option{frameworkruntime.WithClientSet(client), frameworkruntime.WithInformerFactory(f),
+		frameworkruntime.WithSharedDRAManager(dra), frameworkruntime.WithSnapshotSharedLister(snapshot)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

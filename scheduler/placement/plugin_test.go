@@ -1,13 +1,16 @@
 package placement_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // shareWorkload is a target workload of one-share and two-share pods.
@@ -114,4 +117,32 @@ func cpuPod(name string, cpus int64) *corev1.Pod {
 	p := pod(name)
 	p.Spec.Containers[0].Resources.Requests["cpu"] = *resource.NewQuantity(cpus, resource.DecimalSI)
 	return p
+}
+
+// TestParallelScoresAreSequentialScores: Score runs on 16 goroutines; each
+// takes a fragmentation memo of its own, so 200 nodes in a dozen states
+// score exactly as they do one at a time.
+func TestParallelScoresAreSequentialScores(t *testing.T) {
+	var c cluster
+	for i := range 200 {
+		var pods []*corev1.Pod
+		for j := range i % 12 {
+			pods = append(pods, sharePod(fmt.Sprintf("n%d-p%d", i, j), j, int64(1+j%3)))
+		}
+		c.add(dpNode(fmt.Sprintf("n%d", i), 4), pods...)
+	}
+	workload := `{"workload":[{"shares":1,"cpu":"1","weight":3},{"shares":2,"cpu":"1","weight":2},{"shares":3,"cpu":"1","weight":1}]}`
+	p := sharePod("new", 999, 2)
+	one, _ := newEnvWith(t, workload, c, []frameworkruntime.Option{frameworkruntime.WithParallelism(1)}).scores(t, p)
+	many, _ := newEnvWith(t, workload, c, []frameworkruntime.Option{frameworkruntime.WithParallelism(16)}).scores(t, p)
+	if diff := cmp.Diff(one, many); diff != "" {
+		t.Errorf("scores (-one goroutine +16):\n%s", diff)
+	}
+	distinct := map[int64]bool{}
+	for _, s := range one {
+		distinct[s] = true
+	}
+	if len(distinct) < 3 {
+		t.Errorf("only %d distinct scores over 200 nodes in a dozen states: %v", len(distinct), distinct)
+	}
 }
