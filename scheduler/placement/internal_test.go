@@ -130,7 +130,7 @@ func TestSignPod(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, st := (&Plugin{prefixed: tc.fixed}).SignPod(context.Background(), tc.pod)
+			got, st := (&Plugin{fixedWorkload: tc.fixed}).SignPod(context.Background(), tc.pod)
 			if st.Code() != tc.code {
 				t.Fatalf("status %v, want %v", st, tc.code)
 			}

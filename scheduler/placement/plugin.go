@@ -23,12 +23,12 @@ const Name = "GPUAdmit"
 
 // Plugin is GPUAdmit. See the package documentation.
 type Plugin struct {
-	claims   fwk.ResourceClaimTracker // nil without DRA
-	slices   cache.Indexer            // gpuadmit's ResourceSlices by node; nil without DRA
-	work     *workload
-	offers   offers
-	placers  placerCache
-	prefixed bool // the workload is fixed by the args
+	claims        fwk.ResourceClaimTracker // nil without DRA
+	slices        cache.Indexer            // gpuadmit's ResourceSlices by node; nil without DRA
+	work          *workload
+	offers        offers
+	placers       placerCache
+	fixedWorkload bool // the args fix the target workload
 }
 
 var (
@@ -69,7 +69,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		}
 	}
 	if len(args.Workload) > 0 {
-		pl.work.fixed, pl.prefixed = kindsOf(args.Workload), true
+		pl.work.fixed, pl.fixedWorkload = kindsOf(args.Workload), true
 	}
 	return pl, nil
 }

@@ -43,7 +43,7 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 	if !r.gpu() {
 		return nil, nil
 	}
-	if !pl.prefixed {
+	if !pl.fixedWorkload {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the target workload is derived from the GPU pods and changes with each")
 	}
 	s := signedRequest{MilliCPU: r.milliCPU, MemoryMiB: r.memoryMiB, Resource: r.shareResource}
