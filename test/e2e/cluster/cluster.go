@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
@@ -387,4 +388,31 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// StartScheduler runs a second scheduler, the binary at path, with the
+// KubeSchedulerConfiguration config (its clientConnection is pointed at the
+// API server) as user, in system:masters like the other components so RBAC
+// stays out of the way. It logs to LogDir/<name>.log, serves no port and is
+// stopped with the cluster.
+func (c *Cluster) StartScheduler(path, name, user string, config map[string]any) error {
+	kubeconfig := filepath.Join(c.LogDir, name+".kubeconfig")
+	if err := c.writeKubeconfigFor(user, kubeconfig); err != nil {
+		return err
+	}
+	config["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	b, err := yaml.Marshal(config)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(c.LogDir, name+".yaml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return err
+	}
+	p, err := startProc(path, name, c.LogDir, "--config="+file, "--secure-port=0")
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, p)
+	return nil
 }
