@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -52,7 +53,11 @@ func startGPUAdmitScheduler() error {
 	if err != nil {
 		return err
 	}
-	config["leaderElection"] = map[string]any{"leaderElect": false}
+	// Leader election as shipped: its Lease is what tells gpuadmit's webhook
+	// that gpuadmit-scheduler runs, and from then on the webhook gives it
+	// every GPU pool (TestSchedulerOwnsThePoolsWhileItRuns). The Scheduler
+	// tests come last in the package, so the tests before them see the stock
+	// scheduler own the pools.
 	return env.StartScheduler(bin, gpuadmitScheduler, "system:serviceaccount:gpuadmit-system:gpuadmit-scheduler", config)
 }
 
@@ -164,5 +169,43 @@ func TestSchedulerRefusesAShareThatFitsNoSingleGPU(t *testing.T) {
 		if c.Type == corev1.PodScheduled && !strings.Contains(c.Message, "cannot allocate all claims") {
 			t.Errorf("PodScheduled says %q; want DRA's refusal, cannot allocate all claims", c.Message)
 		}
+	}
+}
+
+// TestSchedulerOwnsThePoolsWhileItRuns: once gpuadmit-scheduler's leader
+// holds its Lease, gpuadmit's webhook gives a GPU pod that names no
+// scheduler to gpuadmit-scheduler (the pool's owner under the default
+// policy), and gpuadmit-scheduler binds it.
+func TestSchedulerOwnsThePoolsWhileItRuns(t *testing.T) {
+	useGPUAdmitScheduler(t)
+	ctx := context.Background()
+	waitFor(t, "gpuadmit-scheduler's Lease", 60*time.Second, func() (bool, string) {
+		l := &coordinationv1.Lease{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "gpuadmit-system", Name: gpuadmitScheduler}, l); err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", "no holder yet"
+	})
+	asked := gpuPod("team-a", "owned-by-gpuadmit-scheduler", map[string]string{"nvidia.com/gpu": "1"})
+	// The webhook learns of the Lease through its informer: ask in dry runs
+	// until it has.
+	waitFor(t, "the webhook gives the pod to gpuadmit-scheduler", 30*time.Second, func() (bool, string) {
+		probe := asked.DeepCopy()
+		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
+			return false, err.Error()
+		}
+		return probe.Spec.SchedulerName == gpuadmitScheduler, "spec.schedulerName " + probe.Spec.SchedulerName
+	})
+	p := asked.DeepCopy()
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	defer deleteAll(ctx, "team-a", p)
+	if p.Spec.SchedulerName != gpuadmitScheduler {
+		t.Fatalf("spec.schedulerName = %q, want %s", p.Spec.SchedulerName, gpuadmitScheduler)
+	}
+	node := scheduledNode(t, ctx, p)
+	if !strings.Contains(p.Annotations["gpuadmit.io/decision"], "pool ") || node == "" {
+		t.Errorf("the pod was not decided and bound: node %q, decision %q", node, p.Annotations["gpuadmit.io/decision"])
 	}
 }
