@@ -80,6 +80,19 @@ deny contains msg if {
 	msg := sprintf("container %q asks for %d MIG %s slices, and this cluster's policy gives a container at most one MIG slice (a CUDA process sees one MIG device); ask for 1, or for whole GPUs (nvidia.com/gpu)", [c.name, c.count, c.profile])
 }
 
+# A pod whose gpuadmit.io/backend asks for time-sliced GPUs is denied where a
+# container sized in memory or as a fraction may not take a replica
+# (memoryOnTimeSlicedGPUs: never), with what to write instead.
+deny contains msg if {
+	input.hints.backend == "time-sliced"
+	some c in input.containers
+	replicas_denied(c, "time-sliced")
+	msg := sprintf("container %q asks for GPU sized in memory or as a fraction (%s), and %s; this cluster's policy (memoryOnTimeSlicedGPUs: never) gives time-sliced replicas only to requests for whole GPUs, since a replica's memory is shared with the GPU's other replicas and never isolated; for replicas, ask for nvidia.com/gpu: N instead; for isolated memory (a MIG slice, a memory share or a whole GPU), %s", [c.name, concat(", ", c.source), time_sliced_by.why, time_sliced_by.fix])
+}
+
+# time_sliced_by says what sent the pod to time-sliced GPUs, and how to undo it.
+time_sliced_by := {"why": "gpuadmit.io/backend is \"time-sliced\"", "fix": "remove gpuadmit.io/backend"}
+
 warnings contains msg if {
 	some c in input.containers
 	c.coresPercent > 0

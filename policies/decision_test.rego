@@ -320,6 +320,43 @@ test_a_mig_or_share_hint_keeps_off_replicas if {
 	not "l4-time-sliced" in pools_of(d, "main")
 }
 
+sliced_hint_input(containers) := object.union(sliced_input(containers), {
+	"pod": {"metadata": {"name": "p", "annotations": {"gpuadmit.io/backend": "time-sliced"}}, "spec": {}},
+	"hints": {"class": "", "backend": "time-sliced", "model": ""},
+})
+
+test_a_time_sliced_hint_takes_replicas_only if {
+	d := gpuadmit.decision with input as sliced_hint_input([whole("main", 1)])
+	[[c.pool, c.backend] | some c in d.placement.main] == [["l4-time-sliced", "time-sliced"]]
+}
+
+test_a_time_sliced_hint_gives_memory_a_replica_where_the_data_warns if {
+	d := gpuadmit.decision with input as sliced_hint_input([mem("main", 3000)])
+	[[c.pool, c.backend] | some c in d.placement.main] == [["l4-time-sliced", "time-sliced"]]
+	count(d.deny) == 0
+}
+
+# The hint narrows the choice, never widens it: under "never" a request
+# sized in memory gets no replica, and the pod is denied with what to write.
+test_a_time_sliced_hint_does_not_override_never if {
+	c := object.union(mem("main", 3000), {"source": ["nvidia.com/gpumem=3000"]})
+	d := gpuadmit.decision with input as sliced_hint_input([c])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	count(d.placement.main) == 0
+	some msg in d.deny
+	contains(msg, `container "main" asks for GPU sized in memory or as a fraction (nvidia.com/gpumem=3000)`)
+	contains(msg, `gpuadmit.io/backend is "time-sliced"`)
+	contains(msg, "memoryOnTimeSlicedGPUs: never")
+	contains(msg, "remove gpuadmit.io/backend")
+}
+
+test_a_time_sliced_hint_keeps_whole_gpus_on_replicas_under_never if {
+	d := gpuadmit.decision with input as sliced_hint_input([whole("main", 2)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	pools_of(d, "main") == ["l4-time-sliced"]
+	count(d.deny) == 0
+}
+
 scheduled_input(scheduler, owners, coexist) := object.union(pod_input([mem("main", 3000)], {}), {
 	"pod": {"metadata": {"name": "p"}, "spec": {"schedulerName": scheduler}},
 	"pools": [a100_mig, t4_whole],
