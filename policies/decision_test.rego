@@ -305,6 +305,7 @@ test_whole_gpus_take_replicas_after_whole_pools if {
 
 test_memory_may_take_a_replica_before_whole_gpus if {
 	d := gpuadmit.decision with input as sliced_input([mem("main", 3000)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "warn"
 	pools_of(d, "main") == ["a100-mig", "h100-mig", "t4-shared", "l4-time-sliced", "t4-whole", "a100-whole"]
 	d.placement.main[3].backend == "time-sliced"
 }
@@ -332,6 +333,7 @@ test_a_time_sliced_hint_takes_replicas_only if {
 
 test_a_time_sliced_hint_gives_memory_a_replica_where_the_data_warns if {
 	d := gpuadmit.decision with input as sliced_hint_input([mem("main", 3000)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "warn"
 	[[c.pool, c.backend] | some c in d.placement.main] == [["l4-time-sliced", "time-sliced"]]
 	count(d.deny) == 0
 }
