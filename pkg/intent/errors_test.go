@@ -195,7 +195,7 @@ func TestReadErrors(t *testing.T) {
 		"bad backend": {
 			pod:       annotated(podOf(ctr("a")), "gpuadmit.io/backend=fast"),
 			wantField: "metadata.annotations[gpuadmit.io/backend]", wantType: field.ErrorTypeNotSupported,
-			wantDetail: []string{`"mig", "shared", "whole"`},
+			wantDetail: []string{`supported values: "mig", "shared", "whole", "time-sliced"`},
 		},
 		"empty model": {
 			pod:       annotated(podOf(ctr("a")), "gpuadmit.io/model="),

@@ -49,7 +49,7 @@ const (
 	AnnotationClass = "gpuadmit.io/class"
 	// LabelClass is the label spelling of AnnotationClass.
 	LabelClass = AnnotationClass
-	// AnnotationBackend is the backend hint: mig, shared or whole.
+	// AnnotationBackend is the backend hint: mig, shared, whole or time-sliced.
 	AnnotationBackend = "gpuadmit.io/backend"
 	// AnnotationModel names the catalog GPU model the pod insists on.
 	AnnotationModel = "gpuadmit.io/model"

@@ -68,6 +68,11 @@ const (
 	BackendShared Backend = "shared"
 	// BackendWhole asks for whole GPUs.
 	BackendWhole Backend = "whole"
+	// BackendTimeSliced asks for replicas of GPUs NVIDIA's device plugin
+	// time-slices: a whole-GPU request takes one replica per GPU; one sized
+	// in memory or as a fraction takes one replica per GPU only where the
+	// policy lets such requests onto replicas (memoryOnTimeSlicedGPUs: warn).
+	BackendTimeSliced Backend = "time-sliced"
 )
 
 // Request is one container's GPU request, normalized from its dialect.

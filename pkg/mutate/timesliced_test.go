@@ -23,11 +23,15 @@ func timeSlicedMutator(t *testing.T, eval Evaluator) *Mutator {
 
 // TestTimeSlicedReplicas: nvidia.com/gpu: N takes N replicas where no whole
 // GPU is left to take, a memory request may take one with a warning that its
-// memory is not isolated, and a MIG profile never does.
+// memory is not isolated, and a MIG profile never does. gpuadmit.io/backend:
+// time-sliced takes replicas even where a whole GPU is free.
 func TestTimeSlicedReplicas(t *testing.T) {
 	m := timeSlicedMutator(t, defaultEngine)
+	l4 := map[string]string{"gpuadmit.io/model": "L4"}
+	hint := map[string]string{"gpuadmit.io/backend": "time-sliced"}
 	tests := map[string]struct {
 		limits    map[string]string
+		ann       map[string]string
 		wantPool  string
 		wantGPU   map[string]string
 		wantWarns int // warnings that say the memory is not isolated
@@ -36,17 +40,19 @@ func TestTimeSlicedReplicas(t *testing.T) {
 			wantGPU: map[string]string{"nvidia.com/gpu": "1"}},
 		"two GPUs take two replicas of the smaller GPU, renamed": {limits: map[string]string{"nvidia.com/gpu": "2"}, wantPool: "a10-time-sliced",
 			wantGPU: map[string]string{"nvidia.com/gpu.shared": "2"}, wantWarns: 1},
-		"a model hint takes L4 replicas as nvidia.com/gpu": {limits: map[string]string{"nvidia.com/gpu": "3"}, wantPool: "l4-time-sliced",
+		"a model hint takes L4 replicas as nvidia.com/gpu": {limits: map[string]string{"nvidia.com/gpu": "3"}, ann: l4, wantPool: "l4-time-sliced",
 			wantGPU: map[string]string{"nvidia.com/gpu": "3"}, wantWarns: 1},
 		"8 GiB takes a replica of the smallest GPU that holds it": {limits: map[string]string{"gpuadmit.io/gpu-memory": "8Gi"},
+			wantPool: "a10-time-sliced", wantGPU: map[string]string{"nvidia.com/gpu.shared": "1"}, wantWarns: 1},
+		"the time-sliced hint takes a replica though a whole L4 is free": {limits: map[string]string{"nvidia.com/gpu": "1"}, ann: hint,
+			wantPool: "a10-time-sliced", wantGPU: map[string]string{"nvidia.com/gpu.shared": "1"}, wantWarns: 1},
+		"the time-sliced hint gives half a GPU a replica": {limits: map[string]string{"gpuadmit.io/gpu": "500m"}, ann: hint,
 			wantPool: "a10-time-sliced", wantGPU: map[string]string{"nvidia.com/gpu.shared": "1"}, wantWarns: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			p := pod("p", tc.limits)
-			if tc.wantPool == "l4-time-sliced" {
-				p.Annotations = map[string]string{"gpuadmit.io/model": "L4"}
-			}
+			p.Annotations = tc.ann
 			res := mustMutate(t, m, p)
 			if !res.Allowed {
 				t.Fatalf("denied: %s", res.Message)
@@ -108,5 +114,25 @@ func TestTimeSlicedNeverForMemory(t *testing.T) {
 	res := mustMutate(t, timeSlicedMutator(t, neverOnReplicas{defaultEngine}), pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}))
 	if got := res.Pod.Annotations[AnnotationDecision]; !res.Allowed || !strings.Contains(got, "pool l4-whole;") {
 		t.Errorf("allowed %v, decision %q; want the whole L4", res.Allowed, got)
+	}
+}
+
+// TestTimeSlicedHintUnderNever: with memoryOnTimeSlicedGPUs: never a
+// request sized in memory gets no replica, gpuadmit.io/backend: time-sliced
+// or not; the hint narrows the policy's choice, so the pod is denied with
+// the hint, the data and what to write instead.
+func TestTimeSlicedHintUnderNever(t *testing.T) {
+	e := engineWithData(t, "memoryOnTimeSlicedGPUs: warn", "memoryOnTimeSlicedGPUs: never")
+	p := pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})
+	p.Annotations = map[string]string{"gpuadmit.io/backend": "time-sliced"}
+	res := mustMutate(t, timeSlicedMutator(t, e), p)
+	if res.Allowed {
+		t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[AnnotationDecision])
+	}
+	for _, want := range []string{`container "a" asks for GPU sized in memory or as a fraction (gpuadmit.io/gpu-memory=8Gi)`,
+		`gpuadmit.io/backend is "time-sliced"`, "memoryOnTimeSlicedGPUs: never", "nvidia.com/gpu: N", "remove gpuadmit.io/backend"} {
+		if !strings.Contains(res.Message, want) {
+			t.Errorf("message %q does not say %q", res.Message, want)
+		}
 	}
 }
