@@ -34,6 +34,11 @@ func TestReadHints(t *testing.T) {
 				`metadata.annotations[volcano.sh/vgpu-nouse-gpuuuid]="GPU-2" pins GPUs by UUID; gpuadmit places the pod on a pool, not on one GPU, so the pin is not honoured`,
 			}},
 		},
+		"nvidia.com/gpu.shared sends the pod to time-sliced GPUs": {pod: podOf(ctr("a", "nvidia.com/gpu.shared=1"), ctr("b", "nvidia.com/gpu=1")), want: Pod{Backend: BackendTimeSliced, Requests: []Request{
+			{Container: "a", Kind: App, Dialect: NVIDIAShared, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu.shared=1"}},
+			{Container: "b", Kind: App, Index: 1, Dialect: NVIDIA, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu=1"}}}}},
+		"nvidia.com/gpu.shared with the time-sliced hint": {pod: annotated(podOf(ctr("a", "nvidia.com/gpu.shared=1")), "gpuadmit.io/backend=time-sliced"), want: Pod{Backend: BackendTimeSliced, Requests: []Request{
+			{Container: "a", Kind: App, Dialect: NVIDIAShared, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu.shared=1"}}}}},
 		"hints beside a GPU request": {pod: annotated(podOf(ctr("a", "nvidia.com/gpu=1")), "gpuadmit.io/backend=whole"), want: Pod{Backend: BackendWhole, Requests: []Request{{Container: "a", Kind: App, Dialect: NVIDIA, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu=1"}}}}},
 	}
 	for name, tc := range tests {

@@ -10,6 +10,9 @@ const (
 	Native Dialect = "native"
 	// NVIDIA is nvidia.com/gpu: N on its own (whole GPUs).
 	NVIDIA Dialect = "nvidia"
+	// NVIDIAShared is nvidia.com/gpu.shared: N, N replicas of time-sliced
+	// GPUs; it sends the whole pod to time-sliced GPUs (Pod.Backend).
+	NVIDIAShared Dialect = "nvidia-shared"
 	// MIG is nvidia.com/mig-<profile>: N, already in its final form.
 	MIG Dialect = "mig"
 	// Share is gpuadmit.io/gpu-mem: N, a memory share in the cluster's unit (GiB), already final.
