@@ -352,6 +352,18 @@ test_a_time_sliced_hint_does_not_override_never if {
 	contains(msg, "remove gpuadmit.io/backend")
 }
 
+test_replicas_beside_memory_are_denied_under_never_naming_the_container if {
+	shared := {"name": "side", "kind": "app", "dialect": "nvidia-shared", "form": "whole", "count": 1, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0, "source": ["nvidia.com/gpu.shared=1"]}
+	c := object.union(mem("main", 3000), {"source": ["nvidia.com/gpumem=3000"]})
+	d := gpuadmit.decision with input as object.union(sliced_input([shared, c]), {"hints": {"class": "", "backend": "time-sliced", "model": ""}})
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	pools_of(d, "side") == ["l4-time-sliced"]
+	some msg in d.deny
+	contains(msg, `container "main" asks for GPU sized in memory or as a fraction (nvidia.com/gpumem=3000)`)
+	contains(msg, `container "side" asks for nvidia.com/gpu.shared, which puts the whole pod on a time-sliced pool`)
+	contains(msg, "ask for it in a pod without nvidia.com/gpu.shared")
+}
+
 test_a_time_sliced_hint_keeps_whole_gpus_on_replicas_under_never if {
 	d := gpuadmit.decision with input as sliced_hint_input([whole("main", 2)])
 		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"

@@ -5,7 +5,9 @@
 # the data allows) a time-sliced replica, else whole GPUs; nvidia.com/gpu: N
 # stays whole, else takes N replicas of a time-sliced pool; a request already written as a MIG
 # slice or a memory share stays in that form. The pod hints
-# gpuadmit.io/backend and gpuadmit.io/model narrow the choice.
+# gpuadmit.io/backend and gpuadmit.io/model narrow the choice; a container's
+# nvidia.com/gpu.shared: N arrives as backend "time-sliced" (pkg/intent sets
+# it for the pod), so the pod takes replicas only.
 package gpuadmit
 
 placement[c.name] := candidates(c) if some c in input.containers

@@ -129,22 +129,37 @@ func TestTimeSlicedNeverForMemory(t *testing.T) {
 }
 
 // TestTimeSlicedHintUnderNever: with memoryOnTimeSlicedGPUs: never a
-// request sized in memory gets no replica, gpuadmit.io/backend: time-sliced
-// or not; the hint narrows the policy's choice, so the pod is denied with
-// the hint, the data and what to write instead.
+// request sized in memory gets no replica, even where gpuadmit.io/backend:
+// time-sliced or another container's nvidia.com/gpu.shared sends the pod to
+// time-sliced GPUs; the hints narrow the policy's choice, so the pod is
+// denied with what sent it there, the data and what to write instead.
 func TestTimeSlicedHintUnderNever(t *testing.T) {
-	e := engineWithData(t, "memoryOnTimeSlicedGPUs: warn", "memoryOnTimeSlicedGPUs: never")
-	p := pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})
-	p.Annotations = map[string]string{"gpuadmit.io/backend": "time-sliced"}
-	res := mustMutate(t, timeSlicedMutator(t, e), p)
-	if res.Allowed {
-		t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[AnnotationDecision])
+	m := timeSlicedMutator(t, engineWithData(t, "memoryOnTimeSlicedGPUs: warn", "memoryOnTimeSlicedGPUs: never"))
+	mem := map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}
+	hinted := pod("p", mem)
+	hinted.Annotations = map[string]string{"gpuadmit.io/backend": "time-sliced"}
+	tests := map[string]struct {
+		pod   *corev1.Pod
+		wants []string
+	}{
+		"the hint": {pod: hinted, wants: []string{`gpuadmit.io/backend is "time-sliced"`, "remove gpuadmit.io/backend"}},
+		"nvidia.com/gpu.shared beside it": {pod: pod("p", mem, map[string]string{"nvidia.com/gpu.shared": "1"}), wants: []string{
+			`container "b" asks for nvidia.com/gpu.shared, which puts the whole pod on a time-sliced pool`, "in a pod without nvidia.com/gpu.shared"}},
 	}
-	for _, want := range []string{`container "a" asks for GPU sized in memory or as a fraction (gpuadmit.io/gpu-memory=8Gi)`,
-		`gpuadmit.io/backend is "time-sliced"`, "memoryOnTimeSlicedGPUs: never", "nvidia.com/gpu: N", "remove gpuadmit.io/backend"} {
-		if !strings.Contains(res.Message, want) {
-			t.Errorf("message %q does not say %q", res.Message, want)
-		}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := mustMutate(t, m, tc.pod)
+			if res.Allowed {
+				t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[AnnotationDecision])
+			}
+			wants := append([]string{`container "a" asks for GPU sized in memory or as a fraction (gpuadmit.io/gpu-memory=8Gi)`,
+				"memoryOnTimeSlicedGPUs: never", "nvidia.com/gpu.shared: N or nvidia.com/gpu: N"}, tc.wants...)
+			for _, want := range wants {
+				if !strings.Contains(res.Message, want) {
+					t.Errorf("message %q does not say %q", res.Message, want)
+				}
+			}
+		})
 	}
 }
 
