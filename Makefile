@@ -6,7 +6,7 @@ GO ?= go
 # cgo's warnings about them out of the build log.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test build bench bench-admission bench-packing dev-cluster dev-cluster-down
+.PHONY: run test build scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
@@ -18,15 +18,26 @@ run:
 # and the end-to-end tests against the real control plane.
 # The end-to-end package runs on its own with -v so its report (the API
 # server's admission latency for gpuadmit, the quota edit delay) is in the log.
+# The scheduler module (gpuadmit-scheduler, which carries k8s.io/kubernetes)
+# is vetted and tested on its own; the end-to-end tests build its binary.
 test:
 	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null
 	$(GO) vet ./...
+	cd scheduler && $(GO) vet ./...
 	GPUADMIT_REQUIRE_TOOLS=1 $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/e2e$$')
+	cd scheduler && $(GO) test -count=1 ./...
 	GPUADMIT_REQUIRE_TOOLS=1 GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 -v ./test/e2e/
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# scheduler builds gpuadmit-scheduler (its own module; the first build
+# compiles kube-scheduler and takes minutes).
+scheduler:
+	cd scheduler && $(GO) build -trimpath -o ../bin/ \
+		-ldflags "-X k8s.io/component-base/version.gitVersion=v1.37.0 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" \
+		./cmd/gpuadmit-scheduler
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/mutate ./pkg/inventory

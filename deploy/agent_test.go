@@ -6,11 +6,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestAgent renders the node agent: deploy/agent and the agent with the MPS
-// component (deploy/overlays/agent-mps) decode strictly, and the chart with
-// agent.enabled renders the same objects (labels aside) beside an unchanged
-// webhook; without it, none of them. deploy/agent's own tests check what
-// the objects say (rights, nodes, MPS).
+// TestAgent renders the optional components: deploy/agent and the agent
+// with the MPS component (deploy/overlays/agent-mps), deploy/dra and
+// deploy/scheduler decode strictly, and the chart with agent.enabled,
+// dra.enabled or scheduler.enabled renders the same objects (labels aside)
+// beside an unchanged webhook; without it, none of them. deploy/agent's own
+// tests check what the objects say (rights, nodes, MPS).
 func TestAgent(t *testing.T) {
 	tl := findTools(t)
 	webhook := tl.template(t)
@@ -21,7 +22,8 @@ func TestAgent(t *testing.T) {
 		"the agent is deploy/agent": {args: []string{"--set", "agent.enabled=true"}, like: "agent"},
 		"the agent with MPS is deploy/overlays/agent-mps": {
 			args: []string{"--set", "agent.enabled=true", "--set", "agent.mps.enabled=true"}, like: "overlays/agent-mps"},
-		"the DRA driver is deploy/dra": {args: []string{"--set", "dra.enabled=true"}, like: "dra"},
+		"the DRA driver is deploy/dra":           {args: []string{"--set", "dra.enabled=true"}, like: "dra"},
+		"gpuadmit-scheduler is deploy/scheduler": {args: []string{"--set", "scheduler.enabled=true"}, like: "scheduler"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

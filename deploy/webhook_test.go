@@ -8,6 +8,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,17 +32,31 @@ type webhookCommon struct {
 func checkWebhooks(t *testing.T, objs objects) {
 	t.Helper()
 	m := get[*admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration", "", "gpuadmit")
-	if len(m.Webhooks) != 1 {
-		t.Fatalf("MutatingWebhookConfiguration has %d webhooks, want 1", len(m.Webhooks))
+	if len(m.Webhooks) != 2 {
+		t.Fatalf("MutatingWebhookConfiguration has %d webhooks, want 2 (pods, and Jobs in a Kueue queue)", len(m.Webhooks))
+	}
+	for _, mw := range m.Webhooks {
+		if mw.ReinvocationPolicy == nil || *mw.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+			t.Errorf("%s reinvocationPolicy = %s, want IfNeeded", mw.Name, show(mw.ReinvocationPolicy))
+		}
 	}
 	mw := m.Webhooks[0]
-	if mw.ReinvocationPolicy == nil || *mw.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
-		t.Errorf("reinvocationPolicy = %s, want IfNeeded", show(mw.ReinvocationPolicy))
-	}
 	checkWebhook(t, objs, webhookCommon{mw.Name, mw.AdmissionReviewVersions, mw.ClientConfig, mw.Rules, mw.FailurePolicy,
 		mw.SideEffects, mw.TimeoutSeconds, mw.NamespaceSelector, mw.MatchConditions},
-		"pods.mutate.gpuadmit.io", "/mutate-v1-pod", admissionregistrationv1.Create)
+		"pods.mutate.gpuadmit.io", "/mutate-v1-pod", rulesFor("", "pods"))
 	checkMatchConditions(t, mw.MatchConditions, mutateCases)
+	if mw.ObjectSelector != nil && (len(mw.ObjectSelector.MatchLabels) > 0 || len(mw.ObjectSelector.MatchExpressions) > 0) {
+		t.Errorf("the pod webhook has an objectSelector %+v: pods could leave gpuadmit by their labels", mw.ObjectSelector)
+	}
+	jw := m.Webhooks[1]
+	checkWebhook(t, objs, webhookCommon{jw.Name, jw.AdmissionReviewVersions, jw.ClientConfig, jw.Rules, jw.FailurePolicy,
+		jw.SideEffects, jw.TimeoutSeconds, jw.NamespaceSelector, jw.MatchConditions},
+		"kueue-jobs.mutate.gpuadmit.io", "/mutate-batch-v1-job", rulesFor("batch", "jobs"))
+	checkMatchConditions(t, jw.MatchConditions, jobCases())
+	want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kueue.x-k8s.io/queue-name", Operator: metav1.LabelSelectorOpExists}}}
+	if !cmp.Equal(jw.ObjectSelector, want) {
+		t.Errorf("the Job webhook's objectSelector = %+v, want Jobs with Kueue's queue label", jw.ObjectSelector)
+	}
 	for k := range objs {
 		if k.Kind == "ValidatingWebhookConfiguration" {
 			t.Errorf("%s is rendered: gpuadmit's record is guarded by a ValidatingAdmissionPolicy, with no webhook to be down", k)
@@ -53,7 +68,7 @@ func checkWebhooks(t *testing.T, objs objects) {
 // checkWebhook: Fail (only matched pods reach it), no side effects, a short
 // timeout, pods on op only, the Service's HTTPS port, and gpuadmit's own
 // namespace and kube-system excluded.
-func checkWebhook(t *testing.T, objs objects, w webhookCommon, name, path string, op admissionregistrationv1.OperationType) {
+func checkWebhook(t *testing.T, objs objects, w webhookCommon, name, path string, wantRules []admissionregistrationv1.RuleWithOperations) {
 	t.Helper()
 	if w.name != name {
 		t.Errorf("webhook name = %q, want %q", w.name, name)
@@ -70,12 +85,8 @@ func checkWebhook(t *testing.T, objs objects, w webhookCommon, name, path string
 	if !slices.Equal(w.versions, []string{"v1"}) {
 		t.Errorf("%s admissionReviewVersions = %v, want [v1]", name, w.versions)
 	}
-	wantRules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{op},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
-	}}
 	if !cmp.Equal(w.rules, wantRules) {
-		t.Errorf("%s rules = %+v, want pods %s", name, w.rules, op)
+		t.Errorf("%s rules = %+v, want %+v", name, w.rules, wantRules)
 	}
 	s := w.client.Service
 	if w.client.URL != nil || s == nil || s.Name != serviceName || s.Namespace != namespace || s.Path == nil || *s.Path != path || s.Port == nil || *s.Port != 443 {
@@ -99,10 +110,32 @@ func checkWebhook(t *testing.T, objs objects, w webhookCommon, name, path string
 	}
 }
 
+// rulesFor is CREATE of a namespaced resource in group's v1.
+func rulesFor(group, resource string) []admissionregistrationv1.RuleWithOperations {
+	return []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: []string{resource}, Scope: ptr.To(admissionregistrationv1.NamespacedScope)},
+	}}
+}
+
+// jobCases are mutateCases with each pod as a Job's pod template: the Job
+// webhook sends what the pod webhook would send of its pods.
+func jobCases() map[string]celCase {
+	out := map[string]celCase{}
+	for name, c := range mutateCases {
+		p := c.object.(*corev1.Pod)
+		out[name+", in a Job's template"] = celCase{object: &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: p.Namespace, Labels: map[string]string{"kueue.x-k8s.io/queue-name": "q"}},
+			Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: p.Annotations}, Spec: p.Spec}},
+		}, want: c.want}
+	}
+	return out
+}
+
 // celCase is an admission request that a webhook's matchConditions must
 // send (want true) or leave alone (want false).
 type celCase struct {
-	object, oldObject *corev1.Pod
+	object, oldObject runtime.Object
 	want              bool
 }
 

@@ -9,6 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 k8s=v1.37.0
 kwok=v0.8.0
 certmanager=v1.21.2
+kueue=v0.19.2 # also in test/e2e/tools/kueue/go.mod
 out=$root/test/e2e/.bin/$k8s
 mkdir -p "$out"
 
@@ -49,5 +50,17 @@ if [ ! -d "$out/cert-manager-crds" ]; then
   cp "$dir"/deploy/crds/*.yaml "$out/cert-manager-crds.tmp/"
   rm -f "$out/cert-manager-crds.tmp/README.md"
   mv "$out/cert-manager-crds.tmp" "$out/cert-manager-crds"
+fi
+# Kueue's controller manager and CRDs, for the test of Kueue-managed Jobs:
+# built from Kueue's Go module (test/e2e/tools/kueue), CRDs from the same.
+if [ ! -x "$out/kueue" ]; then
+  echo "e2e: building kueue $kueue (first time only, a few minutes)" >&2
+  (cd "$root/test/e2e/tools/kueue" && go build -trimpath -o "$out/kueue.tmp" sigs.k8s.io/kueue/cmd/kueue && mv "$out/kueue.tmp" "$out/kueue")
+fi
+if [ ! -d "$out/kueue-crds" ]; then
+  dir=$(cd "$root/test/e2e/tools/kueue" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+  mkdir -p "$out/kueue-crds.tmp"
+  cp "$dir"/config/components/crd/bases/*.yaml "$out/kueue-crds.tmp/"
+  mv "$out/kueue-crds.tmp" "$out/kueue-crds"
 fi
 echo "$out"

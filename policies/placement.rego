@@ -5,7 +5,9 @@
 # the data allows) a time-sliced replica, else whole GPUs; nvidia.com/gpu: N
 # stays whole, else takes N replicas of a time-sliced pool; a request already written as a MIG
 # slice or a memory share stays in that form. The pod hints
-# gpuadmit.io/backend and gpuadmit.io/model narrow the choice.
+# gpuadmit.io/backend and gpuadmit.io/model narrow the choice; a container's
+# nvidia.com/gpu.shared: N arrives as backend "time-sliced" (pkg/intent sets
+# it for the pod), so the pod takes replicas only.
 package gpuadmit
 
 placement[c.name] := candidates(c) if some c in input.containers
@@ -79,9 +81,22 @@ backends(c) := array.concat(array.concat(["mig", "shared"], memory_on_time_slice
 # memory_on_time_sliced: data.gpuadmit.config.memoryOnTimeSlicedGPUs is
 # "warn", so a request sized in memory may get a time-sliced replica, whose
 # memory is not isolated (gpuadmit warns); "never" keeps it off them.
-memory_on_time_sliced := ["time-sliced"] if data.gpuadmit.config.memoryOnTimeSlicedGPUs == "warn"
+memory_on_time_sliced := ["time-sliced"] if replicas_for_memory
 
 else := []
+
+replicas_for_memory if data.gpuadmit.config.memoryOnTimeSlicedGPUs == "warn"
+
+# replicas_denied: under "never", a request sized in memory or as a fraction
+# gets no replica even where gpuadmit.io/backend (or nvidia.com/gpu.shared
+# beside it in the pod) asks for time-sliced GPUs: the hints narrow the
+# policy's choice and never widen it, as severalMIGSlicesPerContainer: deny
+# holds against gpuadmit.io/backend: mig. Such a pod is denied (decision.rego)
+# with what to write instead.
+replicas_denied(c, "time-sliced") if {
+	c.form in {"memory", "fraction"}
+	not replicas_for_memory
+}
 
 # Several GPUs in one container prefer whole GPUs: a CUDA process sees one
 # MIG device, so several slices serve only a container that runs a process
@@ -117,6 +132,7 @@ pool_candidates(c, backend) := [{
 	"schedulerName": pool_owner(pools[ranked[1]]),
 } |
 	not mig_denied(c, backend)
+	not replicas_denied(c, backend)
 	some ranked in sort([[rank(c, backend, p), p.name] |
 		some p in input.pools
 		serves(p, backend)

@@ -48,8 +48,8 @@ func (w *webhooks) takeTemplate(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("read installed webhook configuration %s: %w", name, err)
 	}
-	if len(mwc.Webhooks) != 1 || mwc.Webhooks[0].Name != webhookNames[Gpuadmit] {
-		return fmt.Errorf("webhook configuration %s: want one webhook %s", name, webhookNames[Gpuadmit])
+	if len(mwc.Webhooks) == 0 || mwc.Webhooks[0].Name != webhookNames[Gpuadmit] {
+		return fmt.Errorf("webhook configuration %s: want its first webhook to be %s", name, webhookNames[Gpuadmit])
 	}
 	w.template = mwc
 	if err := w.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {

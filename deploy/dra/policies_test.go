@@ -21,12 +21,13 @@ import (
 
 // The identities the policies name.
 const (
-	reconciler = "system:serviceaccount:gpuadmit-system:gpuadmit"
-	claimCtrl  = "system:serviceaccount:kube-system:resource-claim-controller"
-	kcm        = "system:kube-controller-manager"
-	scheduler  = "system:kube-scheduler"
-	draAgent   = "system:serviceaccount:gpuadmit-agent:gpuadmit-agent-dra"
-	admin      = "kubernetes-admin"
+	reconciler        = "system:serviceaccount:gpuadmit-system:gpuadmit"
+	claimCtrl         = "system:serviceaccount:kube-system:resource-claim-controller"
+	kcm               = "system:kube-controller-manager"
+	scheduler         = "system:kube-scheduler"
+	gpuadmitScheduler = "system:serviceaccount:gpuadmit-system:gpuadmit-scheduler"
+	draAgent          = "system:serviceaccount:gpuadmit-agent:gpuadmit-agent-dra"
+	admin             = "kubernetes-admin"
 )
 
 // build renders the kustomization with kustomize (hack/tools.sh) and decodes
@@ -224,23 +225,25 @@ func TestClaimsPolicy(t *testing.T) {
 		object, oldObject  obj
 		want               string // a part of the message; "" is allowed
 	}{
-		"an admin's share claim":                     {user: admin, object: claim(share), want: denied},
-		"an admin's share template":                  {user: admin, resource: "resourceclaimtemplates", object: template(share), want: denied},
-		"a MIG class in a template":                  {user: admin, resource: "resourceclaimtemplates", object: template(claimSpec(exactly("mig", "mig-1g.10gb.gpuadmit.io"))), want: "device requests mig name"},
-		"a gpuadmit class as the second choice":      {user: admin, object: claim(claimSpec(firstAvailable("any", "other.example.com", "gpu.gpuadmit.io"))), want: "device requests any name"},
-		"every offending request is named":           {user: admin, object: claim(claimSpec(exactly("a", "gpu.gpuadmit.io"), exactly("b", "x.example.com"), firstAvailable("c", "gpu.gpuadmit.io"))), want: "device requests a, c name"},
-		"another driver's class":                     {user: admin, object: claim(claimSpec(exactly("gpu", "other.example.com"), firstAvailable("f", "a.example.com")))},
-		"a class merely containing gpuadmit.io":      {user: admin, object: claim(claimSpec(exactly("gpu", "gpuadmit.io.example.com")))},
-		"a claim without devices":                    {user: admin, object: claim(claimSpec())},
-		"the reconciler's template":                  {user: reconciler, resource: "resourceclaimtemplates", object: template(share)},
-		"the resource-claim controller's claim":      {user: claimCtrl, object: claim(share)},
-		"the controller-manager's claim":             {user: kcm, object: claim(share)},
-		"the scheduler's extended-resource claim":    {user: scheduler, object: extended(share)},
-		"the scheduler's plain claim":                {user: scheduler, object: claim(share), want: denied},
-		"an admin's claim posing as extended":        {user: admin, object: extended(share), want: denied},
-		"the scheduler's template":                   {user: scheduler, resource: "resourceclaimtemplates", object: template(share), want: denied},
-		"an update that leaves the spec (finalizer)": {user: admin, op: "UPDATE", object: claim(share), oldObject: claim(share)},
-		"an update that names a gpuadmit class":      {user: admin, op: "UPDATE", object: claim(share), oldObject: claim(claimSpec()), want: denied},
+		"an admin's share claim":                       {user: admin, object: claim(share), want: denied},
+		"an admin's share template":                    {user: admin, resource: "resourceclaimtemplates", object: template(share), want: denied},
+		"a MIG class in a template":                    {user: admin, resource: "resourceclaimtemplates", object: template(claimSpec(exactly("mig", "mig-1g.10gb.gpuadmit.io"))), want: "device requests mig name"},
+		"a gpuadmit class as the second choice":        {user: admin, object: claim(claimSpec(firstAvailable("any", "other.example.com", "gpu.gpuadmit.io"))), want: "device requests any name"},
+		"every offending request is named":             {user: admin, object: claim(claimSpec(exactly("a", "gpu.gpuadmit.io"), exactly("b", "x.example.com"), firstAvailable("c", "gpu.gpuadmit.io"))), want: "device requests a, c name"},
+		"another driver's class":                       {user: admin, object: claim(claimSpec(exactly("gpu", "other.example.com"), firstAvailable("f", "a.example.com")))},
+		"a class merely containing gpuadmit.io":        {user: admin, object: claim(claimSpec(exactly("gpu", "gpuadmit.io.example.com")))},
+		"a claim without devices":                      {user: admin, object: claim(claimSpec())},
+		"the reconciler's template":                    {user: reconciler, resource: "resourceclaimtemplates", object: template(share)},
+		"the resource-claim controller's claim":        {user: claimCtrl, object: claim(share)},
+		"the controller-manager's claim":               {user: kcm, object: claim(share)},
+		"the scheduler's extended-resource claim":      {user: scheduler, object: extended(share)},
+		"the scheduler's plain claim":                  {user: scheduler, object: claim(share), want: denied},
+		"gpuadmit-scheduler's extended-resource claim": {user: gpuadmitScheduler, object: extended(share)},
+		"gpuadmit-scheduler's plain claim":             {user: gpuadmitScheduler, object: claim(share), want: denied},
+		"an admin's claim posing as extended":          {user: admin, object: extended(share), want: denied},
+		"the scheduler's template":                     {user: scheduler, resource: "resourceclaimtemplates", object: template(share), want: denied},
+		"an update that leaves the spec (finalizer)":   {user: admin, op: "UPDATE", object: claim(share), oldObject: claim(share)},
+		"an update that names a gpuadmit class":        {user: admin, op: "UPDATE", object: claim(share), oldObject: claim(claimSpec()), want: denied},
 	}
 	for name, tc := range tests {
 		if tc.resource == "" {

@@ -136,12 +136,42 @@ func NewPlacer(tasks []FragTask) *Placer {
 // when req does not fit n's GPUs.
 func (p *Placer) Cost(n FragNode, before float64, req FragTask) (cost float64, gpus []int, ok bool) {
 	cost, gpus, ok = p.Growth(n, before, req)
-	if !ok || p.CPUPerGPU <= 0 {
+	if !ok {
 		return cost, gpus, ok
+	}
+	return cost + p.strandGrowth(n, req), gpus, true
+}
+
+// CostOn is the cost of placing req on n's GPUs gpus, which someone else
+// chose: a scheduler that picks the node but not the GPU (the DRA
+// allocator's first fit, a device plugin's best fit) pays this, not Cost.
+// gpus lists one GPU per GPU req asks for (none for a task without GPU);
+// ok is false when they are not that many distinct GPUs of n each with
+// req.GPUMilli left.
+func (p *Placer) CostOn(n FragNode, before float64, req FragTask, gpus []int) (cost float64, ok bool) {
+	if len(gpus) != req.GPUs {
+		return 0, false
+	}
+	after := FragNode{MilliCPULeft: n.MilliCPULeft - req.MilliCPU, MemoryMiBLeft: n.MemoryMiBLeft - req.MemoryMiB,
+		GPUMilliLeft: slices.Clone(n.GPUMilliLeft), Model: n.Model}
+	for i, g := range gpus {
+		if g < 0 || g >= len(after.GPUMilliLeft) || after.GPUMilliLeft[g] < req.GPUMilli || slices.Contains(gpus[:i], g) {
+			return 0, false
+		}
+		after.GPUMilliLeft[g] -= req.GPUMilli
+	}
+	return p.Fragmentation(after) - before + p.strandGrowth(n, req), true
+}
+
+// strandGrowth is the weighted growth of the GPU n strands for want of CPU
+// when req is placed on it.
+func (p *Placer) strandGrowth(n FragNode, req FragTask) float64 {
+	if p.CPUPerGPU <= 0 {
+		return 0
 	}
 	idle := float64(sum(n.GPUMilliLeft))
 	after := p.stranded(n.MilliCPULeft-req.MilliCPU, idle-float64(req.GPUMilli*int64(req.GPUs)))
-	return cost + strandWeight*(after-p.stranded(n.MilliCPULeft, idle)), gpus, true
+	return strandWeight * (after - p.stranded(n.MilliCPULeft, idle))
 }
 
 // stranded is the milli-GPU of idle that cpu milli-CPU cannot feed.

@@ -81,3 +81,48 @@ func TestPlacerCountsStrandedGPU(t *testing.T) {
 		t.Error("three GPUs on a two-GPU node: want ok false")
 	}
 }
+
+func TestCostOnIsCostWhereCostWouldPlace(t *testing.T) {
+	p := NewPlacer(growthTasks)
+	n := FragNode{MilliCPULeft: 12000, MemoryMiBLeft: 65536, GPUMilliLeft: []int64{1000, 500, 700}}
+	before := p.Fragmentation(n)
+	for name, req := range map[string]FragTask{
+		"a share":     {MilliCPU: 1000, MemoryMiB: 1024, GPUMilli: 500, GPUs: 1},
+		"a whole GPU": {MilliCPU: 4000, GPUMilli: 1000, GPUs: 1},
+	} {
+		want, gpus, ok := p.Cost(n, before, req)
+		if !ok {
+			t.Fatalf("%s: Cost found no fit", name)
+		}
+		if got, ok := p.CostOn(n, before, req, gpus); !ok || got != want {
+			t.Errorf("%s: CostOn(%v) = %v, %v; want Cost's %v", name, gpus, got, ok, want)
+		}
+	}
+}
+
+func TestCostOnAnotherGPUCostsMore(t *testing.T) {
+	p := NewPlacer(growthTasks)
+	n := FragNode{MilliCPULeft: 16000, MemoryMiBLeft: 65536, GPUMilliLeft: []int64{1000, 500, 700}}
+	before := p.Fragmentation(n)
+	share := FragTask{MilliCPU: 1000, MemoryMiB: 1024, GPUMilli: 500, GPUs: 1}
+	// Cost fills GPU 1's 500 hole; a first fit would break idle GPU 0.
+	best, _ := p.CostOn(n, before, share, []int{1})
+	first, _ := p.CostOn(n, before, share, []int{0})
+	if first <= best {
+		t.Errorf("the share on idle GPU 0 costs %v, on the 500 hole %v; want more", first, best)
+	}
+	for name, gpus := range map[string][]int{
+		"too little left": {2, 1}, "no such GPU": {3}, "none given": nil, "the same GPU twice": {0, 0},
+	} {
+		req := share
+		if len(gpus) == 2 {
+			req = FragTask{GPUMilli: 600, GPUs: 2}
+			if name == "the same GPU twice" {
+				req.GPUMilli = 100
+			}
+		}
+		if _, ok := p.CostOn(n, before, req, gpus); ok {
+			t.Errorf("%s (%v): want ok false", name, gpus)
+		}
+	}
+}

@@ -15,6 +15,7 @@ type reader func(c container, es []entry) (Request, field.ErrorList)
 var readers = map[Dialect]reader{
 	Native:       readNative,
 	NVIDIA:       hamiKeys.read,
+	NVIDIAShared: readReplicas,
 	HAMi:         hamiKeys.read,
 	Volcano:      volcanoKeys.read,
 	VolcanoShare: readVolcanoShare,

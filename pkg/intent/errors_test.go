@@ -92,6 +92,32 @@ func TestReadErrors(t *testing.T) {
 			wantField: "spec.containers[0].resources.limits[nvidia.com/mig-1g.10gb]", wantType: field.ErrorTypeForbidden,
 			wantDetail: []string{`container "x" asks for GPU in two dialects (nvidia: nvidia.com/gpu=1; mig: nvidia.com/mig-1g.10gb=1); use one`},
 		},
+		"nvidia.com/gpu with nvidia.com/gpu.shared": {
+			pod:       podOf(ctr("x", "nvidia.com/gpu=1", "nvidia.com/gpu.shared=1")),
+			wantField: "spec.containers[0].resources.limits[nvidia.com/gpu.shared]", wantType: field.ErrorTypeForbidden,
+			wantDetail: []string{`container "x" asks for GPU in two dialects (nvidia: nvidia.com/gpu=1; nvidia-shared: nvidia.com/gpu.shared=1); use one`},
+		},
+		"nvidia.com/gpu.shared: 0": {
+			pod:       podOf(ctr("x", "nvidia.com/gpu.shared=0")),
+			wantField: "spec.containers[0].resources.limits[nvidia.com/gpu.shared]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{`container "x"`, "asks for no GPU"},
+		},
+		"nvidia.com/gpu.shared against backend whole": {
+			pod:       annotated(podOf(ctr("x", "nvidia.com/gpu.shared=2")), "gpuadmit.io/backend=whole"),
+			wantField: "spec.containers[0].resources.limits[nvidia.com/gpu.shared]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{`container "x": nvidia.com/gpu.shared asks for time-sliced replicas, but gpuadmit.io/backend is "whole"`,
+				`accepted: nvidia.com/gpu.shared with gpuadmit.io/backend unset or "time-sliced", or nvidia.com/gpu: N for whole GPUs`},
+		},
+		"nvidia.com/gpu.shared in requests against backend shared": {
+			pod:       annotated(withInit(podOf(ctr("a")), requesting(ctr("warm"), "nvidia.com/gpu.shared=1")), "gpuadmit.io/backend=shared"),
+			wantField: "spec.initContainers[0].resources.requests[nvidia.com/gpu.shared]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{`container "warm"`, `gpuadmit.io/backend is "shared"`, "gpuadmit.io/gpu-mem: N (GiB) for a memory share"},
+		},
+		"nvidia.com/gpu.shared against HAMi's MIG mode": {
+			pod:       annotated(podOf(ctr("x", "nvidia.com/gpu.shared=1")), "nvidia.com/vgpu-mode=mig"),
+			wantField: "spec.containers[0].resources.limits[nvidia.com/gpu.shared]", wantType: field.ErrorTypeInvalid,
+			wantDetail: []string{`container "x"`, `nvidia.com/vgpu-mode is "mig", which asks for MIG`, "nvidia.com/mig-<profile>: N for MIG slices"},
+		},
 		"volcano and hami": {
 			pod:       podOf(ctr("x", "nvidia.com/gpumem=1000", "volcano.sh/vgpu-memory=1000")),
 			wantField: "spec.containers[0].resources.limits[volcano.sh/vgpu-memory]", wantType: field.ErrorTypeForbidden,
@@ -195,7 +221,7 @@ func TestReadErrors(t *testing.T) {
 		"bad backend": {
 			pod:       annotated(podOf(ctr("a")), "gpuadmit.io/backend=fast"),
 			wantField: "metadata.annotations[gpuadmit.io/backend]", wantType: field.ErrorTypeNotSupported,
-			wantDetail: []string{`"mig", "shared", "whole"`},
+			wantDetail: []string{`supported values: "mig", "shared", "whole", "time-sliced"`},
 		},
 		"empty model": {
 			pod:       annotated(podOf(ctr("a")), "gpuadmit.io/model="),

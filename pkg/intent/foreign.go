@@ -132,7 +132,7 @@ func readModes(ann map[string]string, p *Pod) field.ErrorList {
 			p.Backend = BackendMIG
 		case other:
 			p.Warnings = append(p.Warnings, fmt.Sprintf("%s=%q: gpuadmit has no HAMi-core or MPS mode; "+
-				"the policy chooses a MIG slice, a memory share or whole GPUs (set %s to narrow it)", path, v, AnnotationBackend))
+				"the policy chooses a MIG slice, a memory share, time-sliced replicas or whole GPUs (set %s to narrow it)", path, v, AnnotationBackend))
 		}
 	}
 	return errs

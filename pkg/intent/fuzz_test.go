@@ -8,11 +8,12 @@ import (
 )
 
 // fuzzKeys are the resource names FuzzRead picks from; "" stands for a MIG
-// key built from the fuzzed profile.
+// key built from the fuzzed profile. New keys go last, so that the seeds
+// keep their meaning.
 var fuzzKeys = []corev1.ResourceName{
 	ResourceNativeGPU, ResourceNativeGPUMemory, ResourceShareMemory, ResourceNVIDIAGPU,
 	ResourceHAMiMemory, ResourceHAMiMemoryPercentage, ResourceHAMiCores, ResourceGPUShareMemory,
-	ResourceVolcanoNumber, ResourceVolcanoMemory, ResourceVolcanoCores, "cpu", "",
+	ResourceVolcanoNumber, ResourceVolcanoMemory, ResourceVolcanoCores, "cpu", "", ResourceNVIDIAReplica,
 }
 
 // fuzzAnnotations are the annotations FuzzRead may set, one bit of a mask each.
@@ -26,6 +27,7 @@ func FuzzRead(f *testing.F) {
 	f.Add(byte(0), "500m", byte(1), "10Gi", byte(1), "a", "b", "3g.40gb.me", uint8(1), ".25", "x", "0", "a", "")
 	f.Add(byte(12), "2", byte(12), "1", byte(6), "a", "a", "1g.10gb+me", uint8(0x0b), "1", "2048", "3", "a", "Bad")
 	f.Add(byte(8), "2", byte(9), "4096", byte(2), "main", "side", "7g.141gb", uint8(0x7f), "abc", "-1", "", "x", "mig")
+	f.Add(byte(13), "2", byte(3), "1", byte(0), "a", "b", "1g.10gb", uint8(0x20), "0.5", "100", "2", "a", "whole")
 	f.Fuzz(func(t *testing.T, k1 byte, q1 string, k2 byte, q2 string, layout byte,
 		name1, name2, profile string, annMask uint8, frac, mem, num, cname, hint string) {
 		qa, err1 := resource.ParseQuantity(q1)

@@ -11,7 +11,7 @@ import (
 )
 
 // backends are the values gpuadmit.io/backend accepts.
-var backends = []Backend{BackendMIG, BackendShared, BackendWhole}
+var backends = []Backend{BackendMIG, BackendShared, BackendWhole, BackendTimeSliced}
 
 // readHints reads the pod-level hints into an otherwise empty Pod.
 func readHints(meta *metav1.ObjectMeta) (Pod, field.ErrorList) {

@@ -18,12 +18,13 @@ func TestReadHints(t *testing.T) {
 		"class in both, the same":    {pod: annotated(labeled(podOf(ctr("a")), "gpuadmit.io/class=inference"), "gpuadmit.io/class=inference"), want: Pod{Class: "inference"}},
 		"backend and model":          {pod: annotated(podOf(ctr("a")), "gpuadmit.io/backend=mig", "gpuadmit.io/model=H100-SXM5-80GB"), want: Pod{Backend: BackendMIG, Model: "H100-SXM5-80GB"}},
 		"backend shared":             {pod: annotated(podOf(ctr("a")), "gpuadmit.io/backend=shared"), want: Pod{Backend: BackendShared}},
+		"backend time-sliced":        {pod: annotated(podOf(ctr("a")), "gpuadmit.io/backend=time-sliced"), want: Pod{Backend: BackendTimeSliced}},
 		"HAMi GPU types, trimmed":    {pod: annotated(podOf(ctr("a")), "nvidia.com/use-gputype=A100, V100", "nvidia.com/nouse-gputype=1080"), want: Pod{UseTypes: []string{"A100", "V100"}, AvoidTypes: []string{"1080"}}},
 		"HAMi MIG mode":              {pod: annotated(podOf(ctr("a")), "nvidia.com/vgpu-mode=mig"), want: Pod{Backend: BackendMIG}},
 		"Volcano MIG mode":           {pod: annotated(podOf(ctr("a")), "volcano.sh/vgpu-mode=mig"), want: Pod{Backend: BackendMIG}},
 		"MIG mode and backend agree": {pod: annotated(podOf(ctr("a")), "nvidia.com/vgpu-mode=mig", "gpuadmit.io/backend=mig"), want: Pod{Backend: BackendMIG}},
 		"hami-core is warned about": {pod: annotated(podOf(ctr("a")), "volcano.sh/vgpu-mode=hami-core"), want: Pod{Warnings: []string{
-			`metadata.annotations[volcano.sh/vgpu-mode]="hami-core": gpuadmit has no HAMi-core or MPS mode; the policy chooses a MIG slice, a memory share or whole GPUs (set gpuadmit.io/backend to narrow it)`}}},
+			`metadata.annotations[volcano.sh/vgpu-mode]="hami-core": gpuadmit has no HAMi-core or MPS mode; the policy chooses a MIG slice, a memory share, time-sliced replicas or whole GPUs (set gpuadmit.io/backend to narrow it)`}}},
 		"UUID pins and packing hints are warned about, key by key": {
 			pod: annotated(podOf(ctr("a")), "nvidia.com/use-gpuuuid=GPU-1", "volcano.sh/vgpu-nouse-gpuuuid=GPU-2", "hami.io/gpu-scheduler-policy=binpack", "nvidia.com/numa-bind=true"),
 			want: Pod{Warnings: []string{
@@ -33,6 +34,11 @@ func TestReadHints(t *testing.T) {
 				`metadata.annotations[volcano.sh/vgpu-nouse-gpuuuid]="GPU-2" pins GPUs by UUID; gpuadmit places the pod on a pool, not on one GPU, so the pin is not honoured`,
 			}},
 		},
+		"nvidia.com/gpu.shared sends the pod to time-sliced GPUs": {pod: podOf(ctr("a", "nvidia.com/gpu.shared=1"), ctr("b", "nvidia.com/gpu=1")), want: Pod{Backend: BackendTimeSliced, Requests: []Request{
+			{Container: "a", Kind: App, Dialect: NVIDIAShared, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu.shared=1"}},
+			{Container: "b", Kind: App, Index: 1, Dialect: NVIDIA, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu=1"}}}}},
+		"nvidia.com/gpu.shared with the time-sliced hint": {pod: annotated(podOf(ctr("a", "nvidia.com/gpu.shared=1")), "gpuadmit.io/backend=time-sliced"), want: Pod{Backend: BackendTimeSliced, Requests: []Request{
+			{Container: "a", Kind: App, Dialect: NVIDIAShared, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu.shared=1"}}}}},
 		"hints beside a GPU request": {pod: annotated(podOf(ctr("a", "nvidia.com/gpu=1")), "gpuadmit.io/backend=whole"), want: Pod{Backend: BackendWhole, Requests: []Request{{Container: "a", Kind: App, Dialect: NVIDIA, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu=1"}}}}},
 	}
 	for name, tc := range tests {

@@ -17,6 +17,9 @@ const (
 	ResourceShareMemory corev1.ResourceName = "gpuadmit.io/gpu-mem"
 	// ResourceNVIDIAGPU is the NVIDIA device plugin's whole-GPU count (also HAMi's count).
 	ResourceNVIDIAGPU corev1.ResourceName = "nvidia.com/gpu"
+	// ResourceNVIDIAReplica is the NVIDIA device plugin's count of
+	// time-sliced replicas where it renames time-sliced GPUs (renameByDefault: true).
+	ResourceNVIDIAReplica corev1.ResourceName = "nvidia.com/gpu.shared"
 	// ResourceMIGPrefix starts every MIG resource: nvidia.com/mig-<profile>.
 	ResourceMIGPrefix = "nvidia.com/mig-"
 	// ResourceHAMiMemory is HAMi's memory per GPU in MiB.
@@ -49,7 +52,7 @@ const (
 	AnnotationClass = "gpuadmit.io/class"
 	// LabelClass is the label spelling of AnnotationClass.
 	LabelClass = AnnotationClass
-	// AnnotationBackend is the backend hint: mig, shared or whole.
+	// AnnotationBackend is the backend hint: mig, shared, whole or time-sliced.
 	AnnotationBackend = "gpuadmit.io/backend"
 	// AnnotationModel names the catalog GPU model the pod insists on.
 	AnnotationModel = "gpuadmit.io/model"
@@ -80,6 +83,7 @@ var dialectKeys = map[corev1.ResourceName]Dialect{
 	ResourceNativeGPUMemory:         Native,
 	ResourceShareMemory:             Share,
 	ResourceNVIDIAGPU:               NVIDIA,
+	ResourceNVIDIAReplica:           NVIDIAShared,
 	ResourceHAMiMemory:              HAMi,
 	ResourceHAMiMemoryPercentage:    HAMi,
 	ResourceHAMiCores:               HAMi,

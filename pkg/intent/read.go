@@ -23,6 +23,10 @@ func Read(pod *corev1.Pod) (Pod, field.ErrorList) {
 	errs = append(errs, errs2...)
 	for _, c := range ctrs {
 		r, ok, cerrs := c.read(kai)
+		if ok && r.Dialect == NVIDIAShared {
+			cerrs = c.onReplicas(&out, pod.Annotations)
+			ok = len(cerrs) == 0
+		}
 		errs = append(errs, cerrs...)
 		if ok {
 			out.Warnings = append(out.Warnings, r.Warnings...)

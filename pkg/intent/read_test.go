@@ -37,6 +37,10 @@ func TestReadDialects(t *testing.T) {
 			pod:  podOf(ctr("a", "nvidia.com/gpu=1")),
 			want: []Request{{Container: "a", Kind: App, Dialect: NVIDIA, Form: Whole, Count: 1, Source: []string{"nvidia.com/gpu=1"}}},
 		},
+		"nvidia time-sliced replicas": {
+			pod:  podOf(ctr("a", "nvidia.com/gpu.shared=2")),
+			want: []Request{{Container: "a", Kind: App, Dialect: NVIDIAShared, Form: Whole, Count: 2, Source: []string{"nvidia.com/gpu.shared=2"}}},
+		},
 		"hami memory": {
 			pod: podOf(ctr("a"), ctr("b", "nvidia.com/gpu=1", "nvidia.com/gpumem=3000")),
 			want: []Request{{Container: "b", Kind: App, Index: 1, Dialect: HAMi, Form: Memory, Count: 1, MemoryMiB: 3000,

@@ -10,6 +10,9 @@ const (
 	Native Dialect = "native"
 	// NVIDIA is nvidia.com/gpu: N on its own (whole GPUs).
 	NVIDIA Dialect = "nvidia"
+	// NVIDIAShared is nvidia.com/gpu.shared: N, N replicas of time-sliced
+	// GPUs; it sends the whole pod to time-sliced GPUs (Pod.Backend).
+	NVIDIAShared Dialect = "nvidia-shared"
 	// MIG is nvidia.com/mig-<profile>: N, already in its final form.
 	MIG Dialect = "mig"
 	// Share is gpuadmit.io/gpu-mem: N, a memory share in the cluster's unit (GiB), already final.
@@ -68,6 +71,11 @@ const (
 	BackendShared Backend = "shared"
 	// BackendWhole asks for whole GPUs.
 	BackendWhole Backend = "whole"
+	// BackendTimeSliced asks for replicas of GPUs NVIDIA's device plugin
+	// time-slices: a whole-GPU request takes one replica per GPU; one sized
+	// in memory or as a fraction takes one replica per GPU only where the
+	// policy lets such requests onto replicas (memoryOnTimeSlicedGPUs: warn).
+	BackendTimeSliced Backend = "time-sliced"
 )
 
 // Request is one container's GPU request, normalized from its dialect.

@@ -6,7 +6,8 @@ import (
 )
 
 // String describes the request in a short phrase for explanations:
-// "2 whole GPUs", "1 GPU with 3000 MiB", "half a GPU", "1 MIG 1g.10gb slice".
+// "2 whole GPUs", "1 GPU with 3000 MiB", "half a GPU", "1 MIG 1g.10gb slice",
+// "2 time-sliced replicas".
 func (r Request) String() string {
 	s := r.amount()
 	if r.CoresPercent > 0 {
@@ -19,6 +20,9 @@ func (r Request) String() string {
 func (r Request) amount() string {
 	switch r.Form {
 	case Whole:
+		if r.Dialect == NVIDIAShared {
+			return fmt.Sprintf("%d time-sliced %s", r.Count, plural(r.Count, "replica"))
+		}
 		return fmt.Sprintf("%d whole %s", r.Count, plural(r.Count, "GPU"))
 	case Memory:
 		if r.Count == 1 {

@@ -9,6 +9,8 @@ func TestRequestString(t *testing.T) {
 	}{
 		"one whole GPU":       {Request{Form: Whole, Count: 1}, "1 whole GPU"},
 		"two whole GPUs":      {Request{Form: Whole, Count: 2}, "2 whole GPUs"},
+		"one replica":         {Request{Dialect: NVIDIAShared, Form: Whole, Count: 1}, "1 time-sliced replica"},
+		"three replicas":      {Request{Dialect: NVIDIAShared, Form: Whole, Count: 3}, "3 time-sliced replicas"},
 		"memory on one GPU":   {Request{Form: Memory, Count: 1, MemoryMiB: 3000}, "1 GPU with 3000 MiB"},
 		"memory on two GPUs":  {Request{Form: Memory, Count: 2, MemoryMiB: 3000}, "2 GPUs with 3000 MiB each"},
 		"half a GPU":          {Request{Form: Fraction, Count: 1, FractionMilli: 500}, "half a GPU"},

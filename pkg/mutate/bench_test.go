@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
@@ -43,6 +44,53 @@ func BenchmarkDecide1000Nodes(b *testing.B) {
 		res, err := m.Mutate(ctx, Request{Pod: p})
 		if err != nil || !res.Allowed {
 			b.Fatalf("allowed %v, err %v: %s", res.Allowed, err, res.Message)
+		}
+	}
+}
+
+// noMemo hides the engine's active set, so every decision runs the policy.
+type noMemo struct{ Evaluator }
+
+// BenchmarkDecideFresh1000Nodes is BenchmarkDecide1000Nodes with the policy
+// evaluated for every pod: the pods of a template the memo has not seen, or
+// pods that are all different.
+func BenchmarkDecideFresh1000Nodes(b *testing.B) {
+	m := NewMutator(noMemo{defaultEngine}, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
+	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
+	p.Labels = map[string]string{"gpuadmit.io/class": "inference"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := m.Mutate(ctx, Request{Pod: p})
+		if err != nil || !res.Allowed {
+			b.Fatalf("allowed %v, err %v: %s", res.Allowed, err, res.Message)
+		}
+	}
+}
+
+// BenchmarkMemoHit is the policy step of a decision the memo answers: the
+// view, the key's hash and the lookup.
+func BenchmarkMemoHit(b *testing.B) {
+	inv := inventory.Build(thousandNodes(), allocator.Default())
+	m := NewMutator(defaultEngine, StaticInventory{Inv: inv}, MutatorOptions{})
+	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
+	p.Labels = map[string]string{"gpuadmit.io/class": "inference"}
+	want, errs := intent.Read(p)
+	if len(errs) > 0 {
+		b.Fatal(errs)
+	}
+	pools, err := m.preparedPools(inv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := m.evaluate(ctx, inv, input(Request{Pod: p}, want, pools)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.evaluate(ctx, inv, input(Request{Pod: p}, want, pools)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

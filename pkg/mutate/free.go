@@ -73,7 +73,7 @@ func fullReason(held inventory.Held, pool *inventory.Pool, nodes []inventory.Nod
 // noteAdmitted tells the Capacity what a freshly admitted pod will take.
 // Dry runs and re-decisions of pods already admitted take nothing.
 func (m *Mutator) noteAdmitted(req Request, pod *corev1.Pod, ch *choice) {
-	if m.opts.Capacity == nil || req.DryRun || req.recordedPool != "" {
+	if m.opts.Capacity == nil || req.DryRun || req.Template || req.recordedPool != "" {
 		return
 	}
 	m.opts.Capacity.Admitted(pod, ch.pool.Name, ch.demand)

@@ -69,7 +69,6 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 }
 
 func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.Response, string) {
-	log := logf.FromContext(ctx)
 	pod, err := decodePod(h.decoder, req)
 	if err != nil {
 		return admission.Errored(http.StatusBadRequest, err), OutcomeErrored
@@ -77,28 +76,42 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("gpuadmit mutates pods on CREATE only"), OutcomeAllowed
 	}
+	res, outcome, err := h.decide(ctx, req, pod, false)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
+	}
+	resp, _ := response(res)
+	return resp, outcome
+}
+
+// decide decides for pod, a pod being created or (template) a workload's pod
+// template, with the namespace and quota of the review.
+func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, template bool) (Result, string, error) {
+	log := logf.FromContext(ctx)
 	ns, err := h.ns.Namespace(ctx, req.Namespace)
 	if err != nil {
 		log.Error(err, "read namespace", "namespace", req.Namespace)
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace %s: %w", req.Namespace, err)), OutcomeErrored
+		return Result{}, OutcomeErrored, fmt.Errorf("read namespace %s: %w", req.Namespace, err)
 	}
 	var rq *corev1.ResourceQuota
 	if h.opts.Quotas != nil {
 		if rq, err = h.opts.Quotas.Quota(ctx, req.Namespace); err != nil {
 			log.Error(err, "read quota", "namespace", req.Namespace)
-			return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
+			return Result{}, OutcomeErrored, err
 		}
 	}
 	start := h.opts.Clock.Now()
 	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo, Quota: rq,
-		DryRun: req.DryRun != nil && *req.DryRun})
+		DryRun: req.DryRun != nil && *req.DryRun, Template: template})
 	if err != nil {
 		log.Error(err, "decision failed", "pod", podRef(pod))
-		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
+		return Result{}, OutcomeErrored, err
 	}
-	resp, outcome := response(res)
-	h.report(ctx, req, pod, res, outcome, h.opts.Clock.Since(start).Seconds())
-	return resp, outcome
+	_, outcome := response(res)
+	if !template {
+		h.report(ctx, req, pod, res, outcome, h.opts.Clock.Since(start).Seconds())
+	}
+	return res, outcome, nil
 }
 
 func response(res Result) (admission.Response, string) {

@@ -75,6 +75,8 @@ func FuzzGPUPodInReview(f *testing.F) {
 	f.Add("aliyun.com/gpu-mem", "4", "cpu", "1", "gpuadmit.io/backend", "mig")
 	f.Add("volcano.sh/vgpu-number", "1", "volcano.sh/vgpu-memory", "16000", "gpuadmit.io/model", "H200-141GB")
 	f.Add("nvidia.com/mig-1g.18gb", "1", "nvidia.com/gpumem-percentage", "50", "gpu-fraction-num-devices", "2")
+	f.Add("nvidia.com/gpu.shared", "2", "nvidia.com/gpu", "1", "gpuadmit.io/backend", "time-sliced")
+	f.Add("nvidia.com/gpu.shared", "1", "gpuadmit.io/gpu-memory", "8Gi", "nvidia.com/vgpu-mode", "mig")
 	var review map[string]any
 	if err := json.Unmarshal(reviewFiles(f)["hami-create"], &review); err != nil {
 		f.Fatal(err)

@@ -21,6 +21,11 @@ type Evaluator interface {
 	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
 }
 
+// SchedulerSource lists the second schedulers running now (gpuadmit-scheduler).
+type SchedulerSource interface {
+	Live() []string
+}
+
 // InventorySource returns the cluster's GPU pools as they are now.
 type InventorySource interface {
 	Inventory() *inventory.Inventory
@@ -38,6 +43,7 @@ type Mutator struct {
 	inv   InventorySource
 	opts  MutatorOptions
 	pools atomic.Pointer[preparedPools] // input.pools of the last inventory seen
+	memo  decisionMemo
 }
 
 // preparedPools is an inventory's pools converted for the policy once.
@@ -64,6 +70,9 @@ type Request struct {
 	// DryRun is true for a dry-run review: nothing is created, so the
 	// pod takes no capacity.
 	DryRun bool
+	// Template is true when Pod is a workload's pod template (a Kueue Job's),
+	// decided before any pod exists: it takes no capacity yet.
+	Template bool
 
 	// recordedPool is set while a pod gpuadmit already admitted is decided
 	// again: the pool its record names.
@@ -164,7 +173,11 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	}
 	asked := req
 	asked.Pod = m.withoutClusterDefault(ctx, pod)
-	d, err := m.eval.Evaluate(ctx, input(asked, want, pools))
+	in := input(asked, want, pools)
+	if m.opts.Schedulers != nil {
+		in.Cluster.Schedulers = orNone(m.opts.Schedulers.Live())
+	}
+	d, err := m.evaluate(ctx, inv, in)
 	if err != nil {
 		return Result{}, err
 	}
@@ -193,6 +206,11 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	res, err := apply(pod, want, d, ch)
 	if err != nil || !res.Allowed {
 		return res, err
+	}
+	// A pod decided again for its record (req.recordedPool) was counted
+	// by Kueue as gpuadmit wrote it.
+	if msg := kueueUncounted(pod, res.Pod); msg != "" && req.recordedPool == "" {
+		return deny(pod, msg), nil
 	}
 	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
@@ -239,11 +257,12 @@ func input(req Request, want intent.Pod, pools policy.Pools) policy.Input {
 		Operation:  op,
 		UserInfo:   req.UserInfo,
 		Namespace:  namespaceOf(req),
-		Pod:        req.Pod,
+		Pod:        policy.View(req.Pod),
 		Containers: want.Requests,
 		Hints:      hints(want),
 		Pools:      pools,
 		Quota:      quotaInput(req.Quota),
+		Cluster:    policy.Cluster{Schedulers: []string{}},
 	}
 }
 

@@ -39,6 +39,9 @@ type MutatorOptions struct {
 	// pod that comes back is verified by deciding again, which denies it
 	// when the decision changed.
 	RecordKeys KeySource
+	// Schedulers lists the second schedulers running now, for
+	// input.cluster.schedulers; nil lists none (the stock scheduler only).
+	Schedulers SchedulerSource
 	// Capacity, when set, makes pool choice look at free capacity: a pool
 	// is taken only if, after what pods bound, nominated or admitted to it
 	// hold, one node the pod may run on and the pool as a whole still have

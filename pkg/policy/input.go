@@ -2,7 +2,6 @@ package policy
 
 import (
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 )
@@ -16,8 +15,8 @@ type Input struct {
 	UserInfo authenticationv1.UserInfo `json:"userInfo"`
 	// Namespace is the pod's namespace with its labels and annotations.
 	Namespace Namespace `json:"namespace"`
-	// Pod is the pod as it arrived.
-	Pod *corev1.Pod `json:"pod"`
+	// Pod is the pod as it arrived, as a policy sees it (View).
+	Pod *PodView `json:"pod"`
 	// Containers are the normalized GPU requests, one per GPU container.
 	Containers []intent.Request `json:"containers"`
 	// Hints are the pod-level hints (class, backend, model).
@@ -27,6 +26,16 @@ type Input struct {
 	Pools any `json:"pools"`
 	// Quota is the namespace's quota declarations and usage, where known.
 	Quota any `json:"quota"`
+	// Cluster is what the webhook sees of the cluster besides its pools.
+	Cluster Cluster `json:"cluster"`
+}
+
+// Cluster is input.cluster.
+type Cluster struct {
+	// Schedulers are the second schedulers running now (gpuadmit-scheduler
+	// while its leader renews its Lease); never null. The default policy
+	// gives every pool to gpuadmit-scheduler while it runs.
+	Schedulers []string `json:"schedulers"`
 }
 
 // Namespace is the part of a Namespace a policy reads.

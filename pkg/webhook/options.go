@@ -41,6 +41,10 @@ type Options struct {
 	// meaning the namespace the replica runs in.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// SchedulerLeaseNamespace holds gpuadmit-scheduler's Lease; while its
+	// leader renews it, the default policy gives every pool to
+	// gpuadmit-scheduler. Empty means PodNamespace, else gpuadmit-system.
+	SchedulerLeaseNamespace string
 }
 
 func (o *Options) defaults() {
@@ -52,6 +56,12 @@ func (o *Options) defaults() {
 	}
 	if o.CertDir == "" {
 		o.CertDir = "/tmp/k8s-webhook-server/serving-certs"
+	}
+	if o.SchedulerLeaseNamespace == "" {
+		o.SchedulerLeaseNamespace = o.PodNamespace
+	}
+	if o.SchedulerLeaseNamespace == "" {
+		o.SchedulerLeaseNamespace = "gpuadmit-system"
 	}
 	if o.Port == 0 {
 		o.Port = 9443

@@ -11,15 +11,18 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,6 +47,10 @@ import (
 // UPDATE by a ValidatingAdmissionPolicy in the API server
 // (deploy/base/recordpolicy.yaml), not by a webhook.
 const MutatePath = "/mutate-v1-pod"
+
+// MutateJobPath is where the webhook decides the pod templates of
+// Kueue-managed batch/v1 Jobs.
+const MutateJobPath = "/mutate-batch-v1-job"
 
 var certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "gpuadmit_webhook_certificate_expiry_timestamp_seconds",
@@ -98,7 +105,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err != nil {
 		return err
 	}
-	registerHandlers(mgr, engine, live, keys, capa, scheme, opts)
+	sched, err := addSchedulerLease(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	registerHandlers(mgr, engine, live, keys, capa, sched, scheme, opts)
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: readiness(mgr, engine, watcher), log: log}); err != nil {
 		return err
 	}
@@ -126,6 +137,11 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{mutate.LabelManaged: "true"})},
 				&corev1.Node{}: {Transform: inventory.StripNode},
+				// Only gpuadmit-scheduler's Lease, not the nodes' heartbeats.
+				&coordinationv1.Lease{}: {
+					Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
+					Field:      fields.OneTermEqualSelector("metadata.name", SchedulerName),
+				},
 			},
 		},
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -247,8 +263,8 @@ func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*ca
 	return capa, nil
 }
 
-func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, scheme *runtime.Scheme, opts Options) {
-	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys, Capacity: capa})
+func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulerLease, scheme *runtime.Scheme, opts Options) {
+	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys, Capacity: capa, Schedulers: sched})
 	ho := mutate.HandlerOptions{
 		Quotas:   quotas{mgr.GetCache()},
 		Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook"), admitted: opts.PodEvents},
@@ -256,6 +272,20 @@ func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventor
 	h := mutate.NewHandler(m, namespaces{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, scheme, ho)
 	srv := mgr.GetWebhookServer()
 	srv.Register(MutatePath, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+	srv.Register(MutateJobPath, &admission.Webhook{Handler: mutate.NewJobHandler(h), RecoverPanic: ptr.To(true)})
+}
+
+// addSchedulerLease follows gpuadmit-scheduler's Lease.
+func addSchedulerLease(ctx context.Context, mgr manager.Manager) (*schedulerLease, error) {
+	s := newSchedulerLease(clock.RealClock{})
+	inf, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
+		return nil, fmt.Errorf("lease informer: %w", err)
+	}
+	if _, err := inf.AddEventHandler(s.Handler()); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {

@@ -22,7 +22,8 @@ import (
 // DeviceClasses and ValidatingAdmissionPolicies, RBAC, the Deployment, and
 // cert-manager's CRD schemas for Certificates and Issuers), and so do the
 // node agent's (deploy/agent, with MPS, and the chart's): its DaemonSets,
-// its own-node ValidatingAdmissionPolicy and its CEL.
+// its own-node ValidatingAdmissionPolicy and its CEL; and gpuadmit-scheduler's
+// (deploy/scheduler, and the chart's): its Deployment, RBAC and ConfigMap.
 func TestDeployManifestsAreAccepted(t *testing.T) {
 	ctx := context.Background()
 	dir := os.Getenv("GPUADMIT_TOOLS") // as deploy's render tests look for them
@@ -65,6 +66,7 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"kustomize agent":        {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/agent")) }, 7},
 		"kustomize agent-mps":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/agent-mps")) }, 8},
 		"kustomize dra":          {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/dra")) }, 10},
+		"kustomize scheduler":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/scheduler")) }, 8},
 		"helm default":           {func() ([]byte, error) { return tools.Template(chart) }, 10},
 		"helm agent with MPS": {func() ([]byte, error) {
 			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "agent.mps.enabled=true")
@@ -72,6 +74,9 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"helm agent and DRA driver": {func() ([]byte, error) {
 			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "dra.enabled=true")
 		}, 40},
+		"helm scheduler": {func() ([]byte, error) {
+			return tools.Template(chart, "--set", "scheduler.enabled=true")
+		}, 18},
 	}
 	for name, r := range renders {
 		t.Run(name, func(t *testing.T) {

@@ -135,7 +135,8 @@ func claimPod(t *testing.T, ctx context.Context, ns, name, class string, gib int
 	return p
 }
 
-func createClaimPod(ctx context.Context, ns, name, class string, gib int64, selector map[string]string) (*corev1.Pod, error) {
+// createClaimPod is claimPod; opts change the pod before it is created.
+func createClaimPod(ctx context.Context, ns, name, class string, gib int64, selector map[string]string, opts ...func(*corev1.Pod)) (*corev1.Pod, error) {
 	req := resourceapi.DeviceRequest{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: class}}
 	if gib > 0 {
 		req.Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
@@ -155,6 +156,9 @@ func createClaimPod(ctx context.Context, ns, name, class string, gib int64, sele
 	p.Spec.NodeSelector = selector
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl.Name}}
 	p.Spec.Containers = []corev1.Container{{Name: "main", Image: "busybox", Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}}
+	for _, o := range opts {
+		o(p)
+	}
 	return p, env.Client.Create(ctx, p)
 }
 

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
@@ -175,7 +176,7 @@ func (c *Cluster) startComponents() error {
 		// (upstream's known window). A 5s period made the 100-pod race test
 		// fail now and then; nothing here needs the periodic recount.
 		{"kube-controller-manager", append(kcmArgs,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset",
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset,job",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2")},
@@ -192,6 +193,18 @@ func (c *Cluster) startComponents() error {
 		c.procs = append(c.procs, p)
 	}
 	return nil
+}
+
+// StartProcess runs another component, the binary name in the binary
+// directory, with its log in the log directory (Tail reads it); stop ends it.
+// The cluster's Stop ends it if the test did not.
+func (c *Cluster) StartProcess(name string, args ...string) (stop func(), err error) {
+	p, err := startProc(filepath.Join(c.opts.BinDir, name), name, c.LogDir, args...)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, p)
+	return p.stop, nil
 }
 
 func kwokStages(bin string) []string {
@@ -375,4 +388,31 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// StartScheduler runs a second scheduler, the binary at path, with the
+// KubeSchedulerConfiguration config (its clientConnection is pointed at the
+// API server) as user, in system:masters like the other components so RBAC
+// stays out of the way. It logs to LogDir/<name>.log, serves no port and is
+// stopped with the cluster.
+func (c *Cluster) StartScheduler(path, name, user string, config map[string]any) error {
+	kubeconfig := filepath.Join(c.LogDir, name+".kubeconfig")
+	if err := c.writeKubeconfigFor(user, kubeconfig); err != nil {
+		return err
+	}
+	config["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	b, err := yaml.Marshal(config)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(c.LogDir, name+".yaml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		return err
+	}
+	p, err := startProc(path, name, c.LogDir, "--config="+file, "--secure-port=0")
+	if err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, p)
+	return nil
 }

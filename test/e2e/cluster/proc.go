@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -17,6 +18,7 @@ type proc struct {
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan struct{}
+	once sync.Once
 }
 
 func startProc(path, name, logDir string, args ...string) (*proc, error) {
@@ -36,8 +38,11 @@ func startProc(path, name, logDir string, args ...string) (*proc, error) {
 	return p, nil
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after five seconds.
-func (p *proc) stop() {
+// stop sends SIGTERM to the process group, then SIGKILL after five
+// seconds; it stops the process once however often it is called.
+func (p *proc) stop() { p.once.Do(p.terminate) }
+
+func (p *proc) terminate() {
 	pgid := -p.cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {

@@ -80,3 +80,8 @@ gpuadmit.io/node-mode: device-plugin
 gpuadmit.io/mps: "true"
 {{- end }}
 {{- end }}
+
+{{/* Labels on gpuadmit-scheduler's objects. */}}
+{{- define "gpuadmit.schedulerLabels" -}}
+{{ include "gpuadmit.labels" . | replace "app.kubernetes.io/name: gpuadmit" "app.kubernetes.io/name: gpuadmit-scheduler" }}
+{{- end }}

@@ -80,6 +80,30 @@ deny contains msg if {
 	msg := sprintf("container %q asks for %d MIG %s slices, and this cluster's policy gives a container at most one MIG slice (a CUDA process sees one MIG device); ask for 1, or for whole GPUs (nvidia.com/gpu)", [c.name, c.count, c.profile])
 }
 
+# A pod sent to time-sliced GPUs (by gpuadmit.io/backend, or by a container's
+# nvidia.com/gpu.shared) is denied where a container sized in memory or as a
+# fraction may not take a replica (memoryOnTimeSlicedGPUs: never), with what
+# sent it there and what to write instead.
+deny contains msg if {
+	input.hints.backend == "time-sliced"
+	some c in input.containers
+	replicas_denied(c, "time-sliced")
+	msg := sprintf("container %q asks for GPU sized in memory or as a fraction (%s), and %s; this cluster's policy (memoryOnTimeSlicedGPUs: never) gives time-sliced replicas only to requests for whole GPUs, since a replica's memory is shared with the GPU's other replicas and never isolated; for replicas, ask for nvidia.com/gpu.shared: N or nvidia.com/gpu: N instead; for isolated memory (a MIG slice, a memory share or a whole GPU), %s", [c.name, concat(", ", c.source), time_sliced_by.why, time_sliced_by.fix])
+}
+
+# time_sliced_by says what sent the pod to time-sliced GPUs, and how to undo
+# it: the annotation gpuadmit.io/backend, else a container's
+# nvidia.com/gpu.shared (pkg/intent sets the backend hint for it, since a
+# pod's containers share one pool).
+time_sliced_by := {
+	"why": sprintf("container %q asks for nvidia.com/gpu.shared, which puts the whole pod on a time-sliced pool", [shared[0]]),
+	"fix": "ask for it in a pod without nvidia.com/gpu.shared",
+} if {
+	object.get(input.pod, ["metadata", "annotations", "gpuadmit.io/backend"], "") != "time-sliced"
+	shared := [c.name | some c in input.containers; c.dialect == "nvidia-shared"]
+	count(shared) > 0
+} else := {"why": "gpuadmit.io/backend is \"time-sliced\"", "fix": "remove gpuadmit.io/backend"}
+
 warnings contains msg if {
 	some c in input.containers
 	c.coresPercent > 0
@@ -114,9 +138,22 @@ migrate_from := pod_scheduler if {
 	pod_scheduler in object.get(scheduler_config, "migrate", [])
 } else := ""
 
-# pool_owner is the scheduler that owns the pool, default-scheduler unless
-# the data names another.
-pool_owner(p) := object.get(object.get(scheduler_config, "owners", {}), p.name, "default-scheduler")
+# pool_owner is the scheduler that owns the pool: the one the data's owners
+# name, else default_owner.
+pool_owner(p) := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+
+# default_owner owns the pools the data's owners do not name: the data's
+# defaultOwner; else gpuadmit-scheduler while it runs (the webhook sees its
+# leader renew its Lease), so that its placement score packs the GPUs; else
+# the stock scheduler, default-scheduler. When every gpuadmit-scheduler
+# replica is gone, new GPU pods go to the stock scheduler instead of
+# waiting for one that does not come.
+default_owner := o if {
+	o := scheduler_config.defaultOwner
+	o != ""
+} else := "gpuadmit-scheduler" if {
+	"gpuadmit-scheduler" in object.get(object.get(input, "cluster", {}), "schedulers", [])
+} else := "default-scheduler"
 
 # scheduler_allows: a pod that keeps its scheduler goes only to pools that
 # scheduler owns or that are default-scheduler's; two schedulers never share

@@ -305,6 +305,7 @@ test_whole_gpus_take_replicas_after_whole_pools if {
 
 test_memory_may_take_a_replica_before_whole_gpus if {
 	d := gpuadmit.decision with input as sliced_input([mem("main", 3000)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "warn"
 	pools_of(d, "main") == ["a100-mig", "h100-mig", "t4-shared", "l4-time-sliced", "t4-whole", "a100-whole"]
 	d.placement.main[3].backend == "time-sliced"
 }
@@ -320,6 +321,56 @@ test_a_mig_or_share_hint_keeps_off_replicas if {
 	not "l4-time-sliced" in pools_of(d, "main")
 }
 
+sliced_hint_input(containers) := object.union(sliced_input(containers), {
+	"pod": {"metadata": {"name": "p", "annotations": {"gpuadmit.io/backend": "time-sliced"}}, "spec": {}},
+	"hints": {"class": "", "backend": "time-sliced", "model": ""},
+})
+
+test_a_time_sliced_hint_takes_replicas_only if {
+	d := gpuadmit.decision with input as sliced_hint_input([whole("main", 1)])
+	[[c.pool, c.backend] | some c in d.placement.main] == [["l4-time-sliced", "time-sliced"]]
+}
+
+test_a_time_sliced_hint_gives_memory_a_replica_where_the_data_warns if {
+	d := gpuadmit.decision with input as sliced_hint_input([mem("main", 3000)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "warn"
+	[[c.pool, c.backend] | some c in d.placement.main] == [["l4-time-sliced", "time-sliced"]]
+	count(d.deny) == 0
+}
+
+# The hint narrows the choice, never widens it: under "never" a request
+# sized in memory gets no replica, and the pod is denied with what to write.
+test_a_time_sliced_hint_does_not_override_never if {
+	c := object.union(mem("main", 3000), {"source": ["nvidia.com/gpumem=3000"]})
+	d := gpuadmit.decision with input as sliced_hint_input([c])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	count(d.placement.main) == 0
+	some msg in d.deny
+	contains(msg, `container "main" asks for GPU sized in memory or as a fraction (nvidia.com/gpumem=3000)`)
+	contains(msg, `gpuadmit.io/backend is "time-sliced"`)
+	contains(msg, "memoryOnTimeSlicedGPUs: never")
+	contains(msg, "remove gpuadmit.io/backend")
+}
+
+test_replicas_beside_memory_are_denied_under_never_naming_the_container if {
+	shared := {"name": "side", "kind": "app", "dialect": "nvidia-shared", "form": "whole", "count": 1, "memoryMiB": 0, "fractionMilli": 0, "coresPercent": 0, "source": ["nvidia.com/gpu.shared=1"]}
+	c := object.union(mem("main", 3000), {"source": ["nvidia.com/gpumem=3000"]})
+	d := gpuadmit.decision with input as object.union(sliced_input([shared, c]), {"hints": {"class": "", "backend": "time-sliced", "model": ""}})
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	pools_of(d, "side") == ["l4-time-sliced"]
+	some msg in d.deny
+	contains(msg, `container "main" asks for GPU sized in memory or as a fraction (nvidia.com/gpumem=3000)`)
+	contains(msg, `container "side" asks for nvidia.com/gpu.shared, which puts the whole pod on a time-sliced pool`)
+	contains(msg, "ask for it in a pod without nvidia.com/gpu.shared")
+}
+
+test_a_time_sliced_hint_keeps_whole_gpus_on_replicas_under_never if {
+	d := gpuadmit.decision with input as sliced_hint_input([whole("main", 2)])
+		with data.gpuadmit.config.memoryOnTimeSlicedGPUs as "never"
+	pools_of(d, "main") == ["l4-time-sliced"]
+	count(d.deny) == 0
+}
+
 scheduled_input(scheduler, owners, coexist) := object.union(pod_input([mem("main", 3000)], {}), {
 	"pod": {"metadata": {"name": "p"}, "spec": {"schedulerName": scheduler}},
 	"pools": [a100_mig, t4_whole],
@@ -332,6 +383,25 @@ test_default_scheduler_counts_as_unset if {
 	d.migrateFrom == ""
 	not d.pass
 	pools_of(d, "main") == ["a100-mig", "t4-whole"]
+	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
+}
+
+test_gpuadmit_scheduler_owns_every_pool_while_it_runs if {
+	running := object.union(scheduled_input("default-scheduler", {}, []), {"cluster": {"schedulers": ["gpuadmit-scheduler"]}})
+	d := gpuadmit.decision with input as running
+	[c.schedulerName | some c in d.placement.main] == ["gpuadmit-scheduler", "gpuadmit-scheduler"]
+
+	# The data's owners and defaultOwner come first.
+	named := gpuadmit.decision with input as running
+		with data.gpuadmit.config.schedulers as with_schedulers({"t4-whole": "default-scheduler"}, [])
+	[[c.pool, c.schedulerName] | some c in named.placement.main] == [["a100-mig", "gpuadmit-scheduler"], ["t4-whole", "default-scheduler"]]
+	chosen := gpuadmit.decision with input as running
+		with data.gpuadmit.config.schedulers as object.union(with_schedulers({}, []), {"defaultOwner": "default-scheduler"})
+	[c.schedulerName | some c in chosen.placement.main] == ["default-scheduler", "default-scheduler"]
+}
+
+test_gpuadmit_scheduler_owns_nothing_when_it_does_not_run if {
+	d := gpuadmit.decision with input as object.union(scheduled_input("default-scheduler", {}, []), {"cluster": {"schedulers": []}})
 	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
 }
 

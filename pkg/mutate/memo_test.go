@@ -1,0 +1,210 @@
+package mutate
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
+
+// countingEval answers as the default policies under revision rev and
+// counts the evaluations that reached the policy.
+type countingEval struct {
+	mu    sync.Mutex
+	rev   string
+	calls int
+}
+
+func (e *countingEval) Active() *policy.Set {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return &policy.Set{Revision: e.rev}
+}
+
+func (e *countingEval) Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error) {
+	e.mu.Lock()
+	e.calls++
+	rev := e.rev
+	e.mu.Unlock()
+	d, err := defaultEngine.Evaluate(ctx, in)
+	d.Revision = rev
+	return d, err
+}
+
+func (e *countingEval) count() int { e.mu.Lock(); defer e.mu.Unlock(); return e.calls }
+
+// swappableInventory is an inventory the test replaces, as a node change would.
+type swappableInventory struct {
+	mu  sync.Mutex
+	inv *inventory.Inventory
+}
+
+func (s *swappableInventory) Inventory() *inventory.Inventory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inv
+}
+
+func memoMutator(t *testing.T) (*Mutator, *countingEval, *swappableInventory) {
+	t.Helper()
+	eval := &countingEval{rev: "rev-1"}
+	inv := &swappableInventory{inv: exampleInventory(t)}
+	return NewMutator(eval, inv, MutatorOptions{}), eval, inv
+}
+
+// templatePod is a pod of a workload's template in team-a, asking HAMi for 3000 MiB.
+func templatePod(name string, labels, annotations map[string]string) *corev1.Pod {
+	p := pod(name, map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
+	p.Namespace = "team-a"
+	p.Labels, p.Annotations = labels, annotations
+	return p
+}
+
+func decideOnce(t *testing.T, m *Mutator, req Request) Result {
+	t.Helper()
+	res, err := m.Mutate(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed {
+		t.Fatalf("%s denied: %s", req.Pod.Name, res.Message)
+	}
+	return res
+}
+
+func encoded(t *testing.T, res Result) string {
+	t.Helper()
+	b, err := json.Marshal(struct {
+		Pod         *corev1.Pod
+		Patch       any
+		Warnings    []string
+		Explanation string
+	}{res.Pod, res.Patch, res.Warnings, res.Explanation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestMemoizedDecisionIsTheFreshOne: the second pod of a template is
+// decided from the memo, and its result is byte for byte what a replica
+// without the memo (a fresh policy evaluation) gives.
+func TestMemoizedDecisionIsTheFreshOne(t *testing.T) {
+	m, eval, _ := memoMutator(t)
+	ns := teamA(t)["team-a"]
+	first := decideOnce(t, m, Request{Pod: templatePod("p", nil, nil), Namespace: ns})
+	second := decideOnce(t, m, Request{Pod: templatePod("p", nil, nil), Namespace: ns})
+	if eval.count() != 1 {
+		t.Fatalf("the policy ran %d times for two pods of one template, want once", eval.count())
+	}
+	fresh := decideOnce(t, NewMutator(&countingEval{rev: "rev-1"}, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{}),
+		Request{Pod: templatePod("p", nil, nil), Namespace: ns})
+	if got, want := encoded(t, second), encoded(t, fresh); got != want {
+		t.Errorf("the memoized decision differs from a fresh one:\n memo:  %s\n fresh: %s", got, want)
+	}
+	if got, want := encoded(t, first), encoded(t, fresh); got != want {
+		t.Errorf("the first decision differs from a fresh one:\n first: %s\n fresh: %s", got, want)
+	}
+}
+
+// TestMemoKeyCoversEverythingThePolicyReads: a change to any part of the
+// key (the pod's view, the namespace's labels, who creates the pod, the
+// quota and its usage, the inventory, the policy revision) asks the policy
+// again.
+func TestMemoKeyCoversEverythingThePolicyReads(t *testing.T) {
+	m, eval, inv := memoMutator(t)
+	ns := teamA(t)["team-a"]
+	base := func() Request { return Request{Pod: templatePod("p", nil, nil), Namespace: ns} }
+	decideOnce(t, m, base())
+	changes := []struct {
+		name   string
+		change func(*Request)
+	}{
+		{"the pod's GPU request", func(r *Request) {
+			r.Pod.Spec.Containers[0].Resources.Limits["nvidia.com/gpumem"] = resource.MustParse("3100")
+		}},
+		{"the pod's labels", func(r *Request) { r.Pod.Labels = map[string]string{"team": "vision"} }},
+		{"the pod's nodeSelector", func(r *Request) { r.Pod.Spec.NodeSelector = map[string]string{"zone": "a"} }},
+		{"the pod's priority class", func(r *Request) { r.Pod.Spec.PriorityClassName = "gpuadmit-batch" }},
+		{"the namespace's labels", func(r *Request) {
+			r.Namespace = r.Namespace.DeepCopy()
+			r.Namespace.Labels["gpuadmit.io/class"] = "training"
+		}},
+		{"who creates the pod", func(r *Request) {
+			r.UserInfo = authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller"}
+		}},
+		{"the namespace's quota usage", func(r *Request) {
+			r.Quota = &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpuadmit"}, Status: corev1.ResourceQuotaStatus{
+				Hard: corev1.ResourceList{"requests." + allocator.ResourceMemoryMiB: resource.MustParse("100000")},
+				Used: corev1.ResourceList{"requests." + allocator.ResourceMemoryMiB: resource.MustParse("4864")}}}
+		}},
+		{"the namespace's quota usage, again", func(r *Request) {
+			r.Quota = &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpuadmit"}, Status: corev1.ResourceQuotaStatus{
+				Hard: corev1.ResourceList{"requests." + allocator.ResourceMemoryMiB: resource.MustParse("100000")},
+				Used: corev1.ResourceList{"requests." + allocator.ResourceMemoryMiB: resource.MustParse("9728")}}}
+		}},
+	}
+	for _, c := range changes {
+		before := eval.count()
+		r := base()
+		c.change(&r)
+		if _, err := m.Mutate(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		if eval.count() != before+1 {
+			t.Errorf("%s changed, and the policy was not asked again (%d evaluations before, %d after)", c.name, before, eval.count())
+		}
+	}
+
+	before := eval.count()
+	inv.mu.Lock()
+	inv.inv = inventory.Build(readNodes(t, "../../examples/nodes.yaml"), allocator.Default())
+	inv.mu.Unlock()
+	decideOnce(t, m, base())
+	if eval.count() != before+1 {
+		t.Errorf("the inventory changed, and the policy was not asked again")
+	}
+	eval.mu.Lock()
+	eval.rev = "rev-2"
+	eval.mu.Unlock()
+	res := decideOnce(t, m, base())
+	if eval.count() != before+2 {
+		t.Errorf("the policy revision changed, and the policy was not asked again")
+	}
+	if res.Revision != "rev-2" {
+		t.Errorf("the decision after the revision changed is of revision %q", res.Revision)
+	}
+	decideOnce(t, m, base())
+	if eval.count() != before+2 {
+		t.Errorf("nothing changed, and the policy was asked again")
+	}
+}
+
+// TestPodsOfOneWorkloadHitTheMemo: the pods of a StatefulSet and of an
+// indexed Job differ only in their names and index labels, which a
+// policy does not see; the policy runs once per workload.
+func TestPodsOfOneWorkloadHitTheMemo(t *testing.T) {
+	m, eval, _ := memoMutator(t)
+	ns := teamA(t)["team-a"]
+	for i, idx := range []string{"0", "1", "2"} {
+		sts := templatePod("web-"+idx, map[string]string{"app": "web", "statefulset.kubernetes.io/pod-name": "web-" + idx,
+			"apps.kubernetes.io/pod-index": idx, "controller-revision-hash": "web-6b7f"}, nil)
+		decideOnce(t, m, Request{Pod: sts, Namespace: ns})
+		job := templatePod("", map[string]string{"batch.kubernetes.io/job-name": "train", "batch.kubernetes.io/job-completion-index": idx},
+			map[string]string{"batch.kubernetes.io/job-completion-index": idx})
+		job.GenerateName = "train-" + idx + "-"
+		decideOnce(t, m, Request{Pod: job, Namespace: ns})
+		if want := 2; eval.count() != want {
+			t.Fatalf("after %d pods of each workload the policy ran %d times, want %d (once per workload)", i+1, eval.count(), want)
+		}
+	}
+}

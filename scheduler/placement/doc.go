@@ -1,0 +1,56 @@
+// Package placement is GPUAdmit, gpuadmit's placement plugin for
+// kube-scheduler: it scores nodes with the placement cost of pkg/allocator
+// (allocator.Placer, the policy the packing simulator measures as
+// "gpuadmit"), over the node's GPUs as the scheduler sees them.
+//
+// # What a node's GPUs are
+//
+//   - In a DRA pool: the devices of type gpu in the node's ResourceSlices of
+//     gpu.gpuadmit.io, each with what allocated and in-flight claims
+//     consumed of its memory (the scheduler's DRA claim tracker, the state
+//     the DynamicResources plugin allocates from). MIG instances are not
+//     shares and are left out.
+//   - In a device-plugin pool: SharesPerGPU shares on each healthy GPU the
+//     agent publishes (allocator.AnnotationGPUs, allocator.AnnotationShare),
+//     less the shares of the pods bound to the node, packed by the agent's
+//     best fit in the order the pods were created. Which GPU holds a running
+//     container's devices only the kubelet knows; this is the layout unless
+//     pods ended in between.
+//
+// # What a placement costs
+//
+// The plugin picks the node, not the GPU: DRA's allocator gives a share the
+// first device in slice order with room, the device plugin the best fit. So
+// the cost of a node is allocator.Placer.CostOn on the GPU the node side
+// will pick, not the cheapest GPU, which is what the simulator's policy
+// chooses. Each item of the pod (a container's shares, a claim's device) is
+// placed in turn, the pod's CPU and memory with the first. The raw score
+// is minus the cost plus the simulator's best-fit tie-break.
+//
+// # The target workload
+//
+// Fragmentation is measured over a target workload: the kinds of request
+// expected and their weights. By default it is the GPU pods of the profile
+// that the scheduler knows, pending and running, counted as they come and
+// go (Args.Workload may fix it instead). That is the honest stand-in for
+// the future the simulator knows from its trace: what is asked now is the
+// best guess of what will be asked next. It leaves out pods without GPU.
+//
+// # Per cycle
+//
+// PreScore reads the pod's request, gathers the DRA allocations once, and
+// picks the placer set of the workload's revision; Score computes each
+// node's cost. Fragmentation is memoized by node state
+// (allocator.FragMemo), which is not safe for concurrent use, and Score
+// runs in parallel: each Score call takes a memo of its own from a pool, so
+// none is shared between goroutines; pooled memos live on across cycles
+// while the workload stays the same. NormalizeScore ranks nodes by their
+// raw scores (see normalize). Pods without GPU skip Score.
+//
+// # Filter, requeueing, batching
+//
+// Filter refuses only what is certain: a container asking more shares than
+// one GPU of a device-plugin node offers. EventsToRegister requeues such a
+// pod when a share offer appears or changes. SignPod lets opportunistic
+// batching reuse a cycle's scores only when the workload is fixed.
+package placement

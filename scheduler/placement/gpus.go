@@ -1,0 +1,241 @@
+package placement
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/structured"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// shape is what turning a node's GPUs into milli-GPU depends on: the pool's
+// mode, a GPU's capacity (bytes of a DRA device's memory, or the shares a
+// device plugin offers per GPU) and, in DRA pools, the device's capacity
+// request policy, which rounds every share up to whole units.
+type shape struct {
+	dra            bool
+	capacity       int64
+	min, step, def int64 // 0 where the device is not shared
+}
+
+// gpuView is a node's GPUs as the plugin models them: what each has left,
+// in the units of its shape, in the order the node side tries them.
+type gpuView struct {
+	shape shape
+	left  []int64
+}
+
+// take is how much of a GPU of shape s item it takes (0 when the pool's
+// mode does not serve it).
+func (s shape) take(it item) int64 {
+	switch {
+	case !s.dra:
+		return it.shares
+	case it.shares > 0:
+		return 0
+	case s.step == 0: // not shared: every claim takes the device whole
+		return s.capacity
+	case it.whole || it.memory == 0:
+		return s.def
+	case it.memory <= s.min:
+		return s.min
+	}
+	return s.min + (it.memory-s.min+s.step-1)/s.step*s.step
+}
+
+// choose is the GPU of v the node side gives need: the DRA allocator's
+// first fit in slice order, or the device plugin's best fit
+// (allocator.BestFit, what its GetPreferredAllocation prefers).
+func (v *gpuView) choose(need int64) (int, bool) {
+	if need <= 0 {
+		return 0, false
+	}
+	if !v.shape.dra {
+		return allocator.BestFit(v.left, need)
+	}
+	for i, l := range v.left {
+		if l >= need {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// milli is x units of s in milli-GPU, rounded up so that "x fits in y"
+// means the same in both.
+func (s shape) milli(x int64) int64 {
+	return (x*allocator.MilliPerGPU + s.capacity - 1) / s.capacity
+}
+
+// model is the FragNode model (and task spec) of a shape's pool mode, so
+// that kinds of one mode count as unable to run on nodes of the other.
+func (s shape) model() string {
+	if s.dra {
+		return allocator.NodeModeDRA
+	}
+	return allocator.NodeModeDevicePlugin
+}
+
+// draView is the node's GPUs in gpuadmit's ResourceSlices: one entry per
+// device of type gpu (MIG instances are not shares and are left out), in
+// slice order, with what allocated and in-flight claims consumed of its
+// memory. nil when the node has none, or GPUs of different sizes.
+func draView(nodeSlices []*resourceapi.ResourceSlice, allocated *structured.AllocatedState) *gpuView {
+	var v *gpuView
+	for _, sl := range current(nodeSlices) {
+		for _, d := range sl.Spec.Devices {
+			if !isGPU(d) {
+				continue
+			}
+			c, ok := d.Capacity[allocator.DRACapacityMemory]
+			if !ok || c.Value.Value() <= 0 {
+				continue
+			}
+			s := deviceShape(d, c)
+			if v == nil {
+				v = &gpuView{shape: s}
+			} else if v.shape != s {
+				return nil
+			}
+			v.left = append(v.left, s.capacity-consumed(allocated, sl.Spec.Driver, sl.Spec.Pool.Name, d.Name, s))
+		}
+	}
+	return v
+}
+
+// current keeps the slices of each pool's newest generation, ordered by
+// pool and name.
+func current(in []*resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
+	gen := map[string]int64{}
+	for _, s := range in {
+		gen[s.Spec.Pool.Name] = max(gen[s.Spec.Pool.Name], s.Spec.Pool.Generation)
+	}
+	var out []*resourceapi.ResourceSlice
+	for _, s := range in {
+		if s.Spec.Pool.Generation == gen[s.Spec.Pool.Name] {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *resourceapi.ResourceSlice) int {
+		return cmp.Or(cmp.Compare(a.Spec.Pool.Name, b.Spec.Pool.Name), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+func isGPU(d resourceapi.Device) bool {
+	for _, k := range []resourceapi.QualifiedName{allocator.DRAAttrType, allocator.DRADriver + "/" + allocator.DRAAttrType} {
+		if a, ok := d.Attributes[k]; ok && a.StringValue != nil {
+			return *a.StringValue == allocator.DRATypeGPU
+		}
+	}
+	return false
+}
+
+func deviceShape(d resourceapi.Device, c resourceapi.DeviceCapacity) shape {
+	s := shape{dra: true, capacity: c.Value.Value()}
+	p := c.RequestPolicy
+	if d.AllowMultipleAllocations == nil || !*d.AllowMultipleAllocations || p == nil || p.ValidRange == nil ||
+		p.ValidRange.Min == nil || p.ValidRange.Step == nil || p.Default == nil {
+		return s
+	}
+	s.min, s.step, s.def = p.ValidRange.Min.Value(), p.ValidRange.Step.Value(), p.Default.Value()
+	return s
+}
+
+// consumed is the memory of a device that claims hold: all of it when a
+// claim has it alone, else the sum of what shares consumed.
+func consumed(a *structured.AllocatedState, driver, pool, device string, s shape) int64 {
+	if a == nil {
+		return 0
+	}
+	id := structured.MakeDeviceID(driver, pool, device)
+	if a.AllocatedDevices.Has(id) {
+		return s.capacity
+	}
+	if q := a.AggregatedCapacity[id][allocator.DRACapacityMemory]; q != nil {
+		return min(q.Value(), s.capacity)
+	}
+	return 0
+}
+
+// offers caches what device-plugin nodes publish, parsed, by node name:
+// Score reads it for every node of every cycle, and the annotations change
+// only when the agent rediscovers. Entries are never changed once stored,
+// so concurrent Score calls share them.
+type offers struct{ m sync.Map }
+
+type offer struct {
+	gpus, share string // the annotations it was parsed from
+	offer       allocator.ShareOffer
+	healthy     int // GPUs that serve shares and are healthy
+}
+
+func (o *offers) get(n *corev1.Node) *offer {
+	g, s := n.Annotations[allocator.AnnotationGPUs], n.Annotations[allocator.AnnotationShare]
+	if s == "" {
+		return nil
+	}
+	if v, ok := o.m.Load(n.Name); ok && v.(*offer).gpus == g && v.(*offer).share == s {
+		return v.(*offer)
+	}
+	e := &offer{gpus: g, share: s}
+	var gpus []allocator.NodeGPU
+	if json.Unmarshal([]byte(s), &e.offer) != nil || json.Unmarshal([]byte(g), &gpus) != nil || e.offer.SharesPerGPU <= 0 {
+		e.offer = allocator.ShareOffer{}
+	}
+	for _, gpu := range gpus {
+		if gpu.Shares() && gpu.Healthy {
+			e.healthy++
+		}
+	}
+	o.m.Store(n.Name, e)
+	return e
+}
+
+// devicePluginView is a device-plugin node's GPUs: SharesPerGPU units on
+// each healthy GPU without MIG, less the units of the pods on the node,
+// packed as the agent's best fit would have packed them, in the order the
+// pods were created. The scheduler cannot know which GPU a running
+// container's devices are on; this is the layout they have unless pods
+// ended in between. nil when the node serves no shares of res, or its pods
+// hold more than the model has room for.
+func devicePluginView(n fwk.NodeInfo, o *offer, res corev1.ResourceName) *gpuView {
+	if o == nil || o.offer.Resource != string(res) || o.healthy == 0 {
+		return nil
+	}
+	per := o.offer.SharesPerGPU
+	free := make([]int64, o.healthy)
+	for i := range free {
+		free[i] = per
+	}
+	pods := n.GetPods()
+	held := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		held = append(held, p.GetPod())
+	}
+	slices.SortStableFunc(held, func(a, b *corev1.Pod) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	var needs []int64
+	for _, p := range held {
+		for _, c := range p.Spec.Containers {
+			if u := quantity(c.Resources, res); u > 0 {
+				needs = append(needs, u)
+			}
+		}
+	}
+	at, err := allocator.Pack(free, needs)
+	if err != nil {
+		return nil
+	}
+	for i, g := range at {
+		free[g] -= needs[i]
+	}
+	return &gpuView{shape: shape{capacity: per}, left: free}
+}

@@ -1,0 +1,198 @@
+package placement
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+func TestNormalizeRanksDistinctScores(t *testing.T) {
+	tests := map[string]struct {
+		raw, want []int64
+	}{
+		"best first, ties share a rank":  {raw: []int64{-5, 7, 7, 3}, want: []int64{98, 100, 100, 99}},
+		"unscored nodes get the minimum": {raw: []int64{unscored, -1}, want: []int64{0, 100}},
+		"ranks past 100 stay at the minimum": {
+			raw: func() []int64 {
+				r := make([]int64, 103)
+				for i := range r {
+					r[i] = int64(i)
+				}
+				return r
+			}(),
+			want: func() []int64 {
+				w := make([]int64, 103)
+				for i := range w {
+					w[i] = max(int64(i)-2, 0)
+				}
+				return w
+			}()},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			scores := make(fwk.NodeScoreList, len(tc.raw))
+			for i, r := range tc.raw {
+				scores[i].Score = r
+			}
+			normalize(scores)
+			got := make([]int64, len(scores))
+			for i, s := range scores {
+				got[i] = s.Score
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShapeTakesWhatTheNodeSideConsumes(t *testing.T) {
+	const gi = int64(1) << 30
+	shared := shape{dra: true, capacity: 40 * gi, min: 2 * gi, step: gi, def: 40 * gi}
+	tests := map[string]struct {
+		s    shape
+		it   item
+		want int64
+	}{
+		"a share rounds up to a step":            {s: shared, it: item{memory: 5*gi + 1}, want: 6 * gi},
+		"a share below the minimum takes it":     {s: shared, it: item{memory: gi}, want: 2 * gi},
+		"a whole GPU takes the default":          {s: shared, it: item{whole: true}, want: 40 * gi},
+		"a share without size takes the default": {s: shared, it: item{}, want: 40 * gi},
+		"an unshared device is taken whole":      {s: shape{dra: true, capacity: 40 * gi}, it: item{memory: gi}, want: 40 * gi},
+		"device-plugin shares are units":         {s: shape{capacity: 4}, it: item{shares: 3}, want: 3},
+		"device-plugin shares on a DRA node":     {s: shared, it: item{shares: 3}, want: 0},
+	}
+	for name, tc := range tests {
+		if got := tc.s.take(tc.it); got != tc.want {
+			t.Errorf("%s: take = %d, want %d", name, got, tc.want)
+		}
+	}
+}
+
+func TestKindTaskOnEachShape(t *testing.T) {
+	const gi = int64(1) << 30
+	dra := shape{dra: true, capacity: 40 * gi, min: gi, step: gi, def: 40 * gi}
+	dp := shape{capacity: 4}
+	tests := map[string]struct {
+		k    kind
+		s    shape
+		want allocator.FragTask
+	}{
+		"a DRA share is its milli-GPU of the device": {k: kind{dra: true, item: item{memory: 10 * gi}, gpus: 1}, s: dra,
+			want: allocator.FragTask{GPUMilli: 250, GPUs: 1, Spec: allocator.NodeModeDRA, Weight: 1}},
+		"device-plugin shares are milli-GPU of a GPU's shares": {k: kind{item: item{shares: 1}, gpus: 1}, s: dp,
+			want: allocator.FragTask{GPUMilli: 250, GPUs: 1, Spec: allocator.NodeModeDevicePlugin, Weight: 1}},
+		"a kind of the other mode keeps its own spec": {k: kind{item: item{shares: 1}, gpus: 1}, s: dra,
+			want: allocator.FragTask{GPUMilli: 1000, GPUs: 1, Spec: allocator.NodeModeDevicePlugin, Weight: 1}},
+		"more shares than a GPU has run nowhere": {k: kind{item: item{shares: 5}, gpus: 1}, s: dp,
+			want: allocator.FragTask{GPUMilli: 1000, GPUs: 1, Spec: "none", Weight: 1}},
+		"a kind without GPU keeps its CPU": {k: kind{milliCPU: 4000}, s: dp,
+			want: allocator.FragTask{MilliCPU: 4000, Weight: 1}},
+	}
+	for name, tc := range tests {
+		if diff := cmp.Diff(tc.want, tc.k.task(tc.s, 1)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func sharesPod(units int64) *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		"cpu": resource.MustParse("2"), allocator.ResourceShare: *resource.NewQuantity(units, resource.DecimalSI)}}}}
+	return p
+}
+
+func TestSignPod(t *testing.T) {
+	claimed := sharesPod(1)
+	claimed.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
+	tests := map[string]struct {
+		fixed bool
+		pod   *corev1.Pod
+		want  []fwk.SignFragment
+		code  fwk.Code
+	}{
+		"a pod without GPU is signed with nothing":           {pod: &corev1.Pod{}, code: fwk.Success},
+		"a share pod under a derived workload is not signed": {pod: sharesPod(1), code: fwk.Unschedulable},
+		"a pod with a claim is not signed":                   {fixed: true, pod: claimed, code: fwk.Unschedulable},
+		"a share pod under a fixed workload signs its request": {fixed: true, pod: sharesPod(2), code: fwk.Success,
+			want: []fwk.SignFragment{{Key: requestSigner, Value: signedRequest{MilliCPU: 2000, Resource: allocator.ResourceShare, Shares: []int64{2}}}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, st := (&Plugin{fixedWorkload: tc.fixed}).SignPod(context.Background(), tc.pod)
+			if st.Code() != tc.code {
+				t.Fatalf("status %v, want %v", st, tc.code)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNodeHint(t *testing.T) {
+	withOffer := func(offer string) *corev1.Node {
+		n := &corev1.Node{}
+		n.Annotations = map[string]string{allocator.AnnotationShare: offer}
+		return n
+	}
+	tests := map[string]struct {
+		old, new any
+		want     fwk.QueueingHint
+	}{
+		"a new node with a share offer": {new: withOffer(`{"sharesPerGPU":8}`), want: fwk.Queue},
+		"a new node without one":        {new: &corev1.Node{}, want: fwk.QueueSkip},
+		"the offer changed":             {old: withOffer(`{"sharesPerGPU":4}`), new: withOffer(`{"sharesPerGPU":8}`), want: fwk.Queue},
+		"another annotation changed":    {old: withOffer(`{"sharesPerGPU":4}`), new: withOffer(`{"sharesPerGPU":4}`), want: fwk.QueueSkip},
+	}
+	for name, tc := range tests {
+		got, err := isSchedulableAfterNodeChange(klog.Background(), &corev1.Pod{}, tc.old, tc.new)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %v, %v; want %v", name, got, err, tc.want)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	tests := map[string]struct {
+		raw     string
+		wantErr string
+		want    int
+	}{
+		"no args":       {raw: "", want: 0},
+		"a workload":    {raw: `{"workload":[{"gpuMemory":"10Gi","weight":2},{"cpu":"4","weight":1}]}`, want: 2},
+		"two GPU forms": {raw: `{"workload":[{"gpuMemory":"10Gi","shares":1,"weight":1}]}`, wantErr: "workload[0]: Invalid value"},
+		"no weight":     {raw: `{"workload":[{"gpus":1}]}`, wantErr: "workload[0].weight"},
+	}
+	for name, tc := range tests {
+		var obj runtime.Object
+		if tc.raw != "" {
+			obj = &runtime.Unknown{Raw: []byte(tc.raw)}
+		}
+		a, err := decodeArgs(obj)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one containing %q", name, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || len(a.Workload) != tc.want {
+			t.Errorf("%s: %d kinds, %v; want %d", name, len(a.Workload), err, tc.want)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}

@@ -1,0 +1,259 @@
+package placement
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = "GPUAdmit"
+
+// Plugin is GPUAdmit. See the package documentation.
+type Plugin struct {
+	claims        fwk.ResourceClaimTracker // nil without DRA
+	slices        cache.Indexer            // gpuadmit's ResourceSlices by node; nil without DRA
+	work          *workload
+	offers        offers
+	placers       placerCache
+	fixedWorkload bool // the args fix the target workload
+}
+
+var (
+	_ fwk.PreFilterPlugin   = (*Plugin)(nil)
+	_ fwk.FilterPlugin      = (*Plugin)(nil)
+	_ fwk.PreScorePlugin    = (*Plugin)(nil)
+	_ fwk.ScorePlugin       = (*Plugin)(nil)
+	_ fwk.ScoreExtensions   = (*Plugin)(nil)
+	_ fwk.SignPlugin        = (*Plugin)(nil)
+	_ fwk.EnqueueExtensions = (*Plugin)(nil)
+)
+
+// sliceIndex indexes gpuadmit's ResourceSlices by node name.
+const sliceIndex = "gpuadmit.io/node"
+
+// New builds the plugin for one profile (the framework's PluginFactory).
+func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	pl := &Plugin{work: &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}}
+	if m := h.SharedDRAManager(); m != nil {
+		pl.claims = m.ResourceClaims()
+	}
+	if f := h.SharedInformerFactory(); f != nil {
+		if pl.slices, err = indexSlices(f.Resource().V1().ResourceSlices().Informer()); err != nil {
+			return nil, err
+		}
+		if len(args.Workload) == 0 {
+			var claims claimGetter
+			if pl.claims != nil {
+				claims = pl.claims
+			}
+			if _, err := f.Core().V1().Pods().Informer().AddEventHandler(pl.work.podHandler(h.ProfileName(), claims)); err != nil {
+				return nil, fmt.Errorf("%s: watch pods: %w", Name, err)
+			}
+		}
+	}
+	if len(args.Workload) > 0 {
+		pl.work.fixed, pl.fixedWorkload = kindsOf(args.Workload), true
+	}
+	return pl, nil
+}
+
+// indexSlices adds the index of gpuadmit's ResourceSlices by node, once
+// for all profiles.
+func indexSlices(inf cache.SharedIndexInformer) (cache.Indexer, error) {
+	if _, ok := inf.GetIndexer().GetIndexers()[sliceIndex]; ok {
+		return inf.GetIndexer(), nil
+	}
+	err := inf.AddIndexers(cache.Indexers{sliceIndex: func(obj any) ([]string, error) {
+		s, ok := obj.(*resourceapi.ResourceSlice)
+		if !ok || s.Spec.Driver != allocator.DRADriver || s.Spec.NodeName == nil {
+			return nil, nil
+		}
+		return []string{*s.Spec.NodeName}, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: index ResourceSlices: %w", Name, err)
+	}
+	return inf.GetIndexer(), nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+const (
+	filterKey fwk.StateKey = Name + "/filter"
+	scoreKey  fwk.StateKey = Name + "/score"
+)
+
+// shares is the device-plugin part of a pod's request: units per container.
+type shares struct {
+	resource corev1.ResourceName
+	units    map[string]int64
+}
+
+func (s *shares) Clone() fwk.StateData { return s }
+
+// PreFilter reads the share units each container asks of a device-plugin
+// pool, and skips Filter for pods that ask none.
+func (pl *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	s := &shares{units: map[string]int64{}}
+	for _, c := range pod.Spec.Containers {
+		for _, res := range shareResources {
+			if n := quantity(c.Resources, res); n > 0 {
+				s.resource, s.units[c.Name] = res, n
+			}
+		}
+	}
+	if len(s.units) == 0 {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	state.Write(filterKey, s)
+	return nil, nil
+}
+
+// PreFilterExtensions returns nil: Filter does not depend on other pods.
+func (pl *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+// Filter refuses a device-plugin node where a container asks more shares
+// than one GPU of the node offers: a container's devices must all be on one
+// GPU (the agent's Allocate refuses the rest), and the stock scheduler,
+// which sees only the node's total, would bind the pod for the kubelet to
+// fail. Nothing else is refused: which GPU holds a running container's
+// shares the scheduler cannot know, so any other per-GPU refusal could turn
+// away a node that has room.
+func (pl *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod, n fwk.NodeInfo) *fwk.Status {
+	d, err := state.Read(filterKey)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	s := d.(*shares)
+	o := pl.offers.get(n.Node())
+	if o == nil || o.offer.Resource != string(s.resource) {
+		return nil // NodeResourcesFit finds no such resource there
+	}
+	for c, u := range s.units {
+		if u > o.offer.SharesPerGPU {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf(
+				"container %s asks %d %s, more than the %d one GPU of the node offers", c, u, s.resource, o.offer.SharesPerGPU))
+		}
+	}
+	return nil
+}
+
+// cycle is what PreScore leaves for Score: the pod's request, the DRA
+// allocations as of this cycle, and the scorers of the workload.
+type cycle struct {
+	req       request
+	allocated *structured.AllocatedState
+	set       *placerSet
+}
+
+func (c *cycle) Clone() fwk.StateData { return c }
+
+// PreScore reads the pod's GPU request and, for DRA pods, what claims hold
+// of every device. Pods without GPU, and pods whose request cannot be read,
+// skip Score: the plugin then leaves the choice to the other plugins.
+func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	r, err := readRequest(pod, pl.claimGetter())
+	if err != nil {
+		logger.V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
+		return fwk.NewStatus(fwk.Skip)
+	}
+	if !r.gpu() {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	c := &cycle{req: r, set: pl.placers.get(pl.work.snapshot())}
+	if r.dra {
+		if c.allocated, err = pl.allocated(); err != nil {
+			logger.V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
+			return fwk.NewStatus(fwk.Skip)
+		}
+	}
+	state.Write(scoreKey, c)
+	return nil
+}
+
+func (pl *Plugin) claimGetter() claimGetter {
+	if pl.claims == nil {
+		return nil
+	}
+	return pl.claims
+}
+
+// allocated gathers what allocated and in-flight claims hold, as the DRA
+// plugin does, trying again while the tracker changes underneath.
+func (pl *Plugin) allocated() (*structured.AllocatedState, error) {
+	if pl.claims == nil {
+		return nil, errors.New("no DRA claim tracker")
+	}
+	var err error
+	for range 5 {
+		var a *structured.AllocatedState
+		if a, err = pl.claims.GatherAllocatedState(); err == nil {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("gather allocated devices: %w", err)
+}
+
+// Score is the raw placement score of the node, scaled to an integer; a
+// node the plugin cannot model scores unscored.
+func (pl *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, n fwk.NodeInfo) (int64, *fwk.Status) {
+	d, err := state.Read(scoreKey)
+	if err != nil {
+		return 0, fwk.AsStatus(err)
+	}
+	c := d.(*cycle)
+	sc := c.set.get()
+	defer c.set.put(sc)
+	raw, ok := sc.score(n, c.req, pl.view(n, c))
+	if !ok {
+		return unscored, nil
+	}
+	return int64(math.Round(raw * scoreScale)), nil
+}
+
+// view is the node's GPUs as the pod's pool mode sees them.
+func (pl *Plugin) view(n fwk.NodeInfo, c *cycle) *gpuView {
+	if !c.req.dra {
+		return devicePluginView(n, pl.offers.get(n.Node()), c.req.shareResource)
+	}
+	if pl.slices == nil {
+		return nil
+	}
+	objs, err := pl.slices.ByIndex(sliceIndex, n.Node().Name)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	sl := make([]*resourceapi.ResourceSlice, 0, len(objs))
+	for _, o := range objs {
+		sl = append(sl, o.(*resourceapi.ResourceSlice))
+	}
+	return draView(sl, c.allocated)
+}
+
+// ScoreExtensions returns the plugin: it normalizes its own scores.
+func (pl *Plugin) ScoreExtensions() fwk.ScoreExtensions { return pl }
+
+// NormalizeScore ranks the nodes (see normalize).
+func (pl *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	normalize(scores)
+	return nil
+}

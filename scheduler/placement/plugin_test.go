@@ -1,0 +1,148 @@
+package placement_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// shareWorkload is a target workload of one-share and two-share pods.
+const shareWorkload = `{"workload":[{"shares":1,"cpu":"1","weight":1},{"shares":2,"cpu":"1","weight":1}]}`
+
+// TestTighterDevicePluginNodeScoresHigher: a one-share pod on node tight
+// fills the last share of a GPU, a hole no two-share pod could use; on node
+// loose it takes one of three free shares, which leaves room for a
+// two-share pod either way. loose has less CPU left, so best fit alone
+// would take loose; the fragmentation growth decides for tight.
+func TestTighterDevicePluginNodeScoresHigher(t *testing.T) {
+	var c cluster
+	c.add(dpNode("tight", 2), sharePod("t1", 1, 1), sharePod("t2", 2, 2))
+	c.add(dpNode("loose", 2), sharePod("l1", 1, 1), cpuPod("busy", 16))
+	got, _ := newEnv(t, shareWorkload, c).scores(t, sharePod("new", 9, 1))
+	if got["tight"] <= got["loose"] {
+		t.Errorf("scores %v: want tight (one share left on a GPU) above loose", got)
+	}
+}
+
+// TestDRAScoresTheGPUFirstFitTakes: both nodes have 20 and 10 GiB left on
+// their two GPUs, in opposite order. The DRA allocator gives a 10 GiB
+// share the first GPU with room: on first-ten that is the 10 GiB GPU,
+// which the share fills; on first-twenty it cuts the 20 GiB GPU to 10,
+// leaving two 10 GiB holes where a 20 GiB share fits nowhere. Scoring the
+// best GPU instead of DRA's would call the nodes equal.
+func TestDRAScoresTheGPUFirstFitTakes(t *testing.T) {
+	objs := []runtime.Object{
+		draSlice("first-ten", 2), draSlice("first-twenty", 2),
+		heldClaim("a", "first-ten", "gpu-0", 30), heldClaim("b", "first-ten", "gpu-1", 20),
+		heldClaim("c", "first-twenty", "gpu-0", 20), heldClaim("d", "first-twenty", "gpu-1", 30),
+		shareClaim("want", 10),
+	}
+	c := cluster{nodes: []*corev1.Node{node("first-ten"), node("first-twenty")}}
+	e := newEnv(t, `{"workload":[{"gpuMemory":"10Gi","weight":1},{"gpuMemory":"20Gi","weight":1}]}`, c, objs...)
+	got, _ := e.scores(t, claimPod("new", "want"))
+	if got["first-ten"] <= got["first-twenty"] {
+		t.Errorf("scores %v: want first-ten, where first fit fills a GPU, above first-twenty", got)
+	}
+}
+
+// TestNodesWithoutGPUViewScoreLowest: a node that publishes no GPUs (no
+// agent yet) is ranked below every node the plugin can model.
+func TestNodesWithoutGPUViewScoreLowest(t *testing.T) {
+	bare := node("bare")
+	bare.Status.Allocatable["gpuadmit.io/gpu-mem"] = bare.Status.Allocatable["pods"]
+	c := cluster{nodes: []*corev1.Node{dpNode("agent", 1), bare}}
+	got, _ := newEnv(t, shareWorkload, c).scores(t, sharePod("new", 9, 1))
+	if want := map[string]int64{"agent": fwk.MaxNodeScore, "bare": fwk.MinNodeScore}; got["agent"] != want["agent"] || got["bare"] != want["bare"] {
+		t.Errorf("scores %v, want %v", got, want)
+	}
+}
+
+// TestPodsWithoutGPUAreNotScored: PreScore skips them, so every node scores 0.
+func TestPodsWithoutGPUAreNotScored(t *testing.T) {
+	var c cluster
+	c.add(dpNode("a", 2), sharePod("x", 1, 3))
+	c.add(dpNode("b", 2))
+	got, refused := newEnv(t, shareWorkload, c).scores(t, pod("cpu-only"))
+	if got["a"] != 0 || got["b"] != 0 || len(refused) != 0 {
+		t.Errorf("scores %v, refused %v; want 0 for both, none refused", got, refused)
+	}
+}
+
+// TestFilterRefusesAContainerLargerThanAGPU: five shares cannot be on one
+// GPU of a node whose GPUs offer four each, whatever is free; the refusal
+// is unresolvable by pod events.
+func TestFilterRefusesAContainerLargerThanAGPU(t *testing.T) {
+	e := newEnv(t, shareWorkload, cluster{nodes: []*corev1.Node{dpNode("a", 2)}})
+	_, refused := e.scores(t, sharePod("big", 9, 5))
+	st := refused["a"]
+	if st == nil || st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("status %v, want UnschedulableAndUnresolvable", st)
+	}
+	_, refused = e.scores(t, sharePod("fits", 9, 4))
+	if len(refused) != 0 {
+		t.Errorf("four shares refused: %v", refused)
+	}
+}
+
+// TestDerivedWorkloadScoresWithoutArgs: with no args the workload is the
+// profile's GPU pods; a two-share pod pending makes the one-share hole on
+// tight worth filling.
+func TestDerivedWorkloadScoresWithoutArgs(t *testing.T) {
+	pending := sharePod("pending-two", 0, 2)
+	other := sharePod("other-scheduler", 0, 3)
+	other.Spec.SchedulerName = "default-scheduler"
+	var c cluster
+	c.add(dpNode("tight", 2), sharePod("t1", 1, 3))
+	c.add(dpNode("loose", 2), sharePod("l1", 1, 2), cpuPod("busy", 16))
+	e := newEnv(t, "", c, pending, other)
+	// The informer hands the pods to the plugin's handler asynchronously.
+	var got map[string]int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if got, _ = e.scores(t, sharePod("new", 9, 1)); got["tight"] > got["loose"] {
+			return
+		}
+	}
+	t.Errorf("scores %v: want tight above loose", got)
+}
+
+// cpuPod asks cpus CPUs and no GPU.
+func cpuPod(name string, cpus int64) *corev1.Pod {
+	p := pod(name)
+	p.Spec.Containers[0].Resources.Requests["cpu"] = *resource.NewQuantity(cpus, resource.DecimalSI)
+	return p
+}
+
+// TestParallelScoresAreSequentialScores: Score runs on 16 goroutines; each
+// takes a fragmentation memo of its own, so 200 nodes in a dozen states
+// score exactly as they do one at a time.
+func TestParallelScoresAreSequentialScores(t *testing.T) {
+	var c cluster
+	for i := range 200 {
+		var pods []*corev1.Pod
+		for j := range i % 12 {
+			pods = append(pods, sharePod(fmt.Sprintf("n%d-p%d", i, j), j, int64(1+j%3)))
+		}
+		c.add(dpNode(fmt.Sprintf("n%d", i), 4), pods...)
+	}
+	workload := `{"workload":[{"shares":1,"cpu":"1","weight":3},{"shares":2,"cpu":"1","weight":2},{"shares":3,"cpu":"1","weight":1}]}`
+	p := sharePod("new", 999, 2)
+	one, _ := newEnvWith(t, workload, c, []frameworkruntime.Option{frameworkruntime.WithParallelism(1)}).scores(t, p)
+	many, _ := newEnvWith(t, workload, c, []frameworkruntime.Option{frameworkruntime.WithParallelism(16)}).scores(t, p)
+	if diff := cmp.Diff(one, many); diff != "" {
+		t.Errorf("scores (-one goroutine +16):\n%s", diff)
+	}
+	distinct := map[int64]bool{}
+	for _, s := range one {
+		distinct[s] = true
+	}
+	if len(distinct) < 3 {
+		t.Errorf("only %d distinct scores over 200 nodes in a dozen states: %v", len(distinct), distinct)
+	}
+}

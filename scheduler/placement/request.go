@@ -1,0 +1,159 @@
+package placement
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// item is what a pod takes of one GPU, in the order the node side hands
+// GPUs out.
+type item struct {
+	// shares is a number of units of a device-plugin share resource.
+	shares int64
+	// memory is the GPU memory, in bytes, a DRA share asks for; 0 (with
+	// whole false) asks for the device's default.
+	memory int64
+	// whole is a whole GPU.
+	whole bool
+}
+
+// request is what the plugin scores of a pod: its CPU and memory, and what
+// it takes of GPUs, either in a device-plugin pool (units of shareResource,
+// one item per container) or in a DRA pool (one item per device its
+// claims and its extended resources ask).
+type request struct {
+	milliCPU, memoryMiB int64
+	shareResource       corev1.ResourceName
+	dra                 bool
+	items               []item
+}
+
+// gpu reports whether the pod asks for GPU in a way the plugin scores.
+func (r request) gpu() bool { return len(r.items) > 0 }
+
+// claimGetter is the part of the scheduler's ResourceClaim tracker the
+// plugin reads.
+type claimGetter interface {
+	Get(namespace, name string) (*resourceapi.ResourceClaim, error)
+}
+
+// shareResources are the device-plugin resources whose units are shares of
+// one GPU's memory.
+var shareResources = []corev1.ResourceName{allocator.ResourceShare, allocator.ResourceGPUShare}
+
+// readRequest reads what pod asks: share units per app container (init
+// containers' devices are the kubelet's to reuse, so they are left out),
+// whole GPUs of nvidia.com/gpu, and the devices of its ResourceClaims of
+// gpuadmit's classes that are not allocated yet. A claim the tracker does
+// not have yet is an error, so that the pod is scored once it is there.
+func readRequest(pod *corev1.Pod, claims claimGetter) (request, error) {
+	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	r := request{milliCPU: reqs.Cpu().MilliValue(), memoryMiB: reqs.Memory().Value() >> 20}
+	whole := int64(0)
+	for _, c := range pod.Spec.Containers {
+		for _, res := range shareResources {
+			if n := quantity(c.Resources, res); n > 0 {
+				r.shareResource = res
+				r.items = append(r.items, item{shares: n})
+			}
+		}
+		whole += quantity(c.Resources, allocator.ResourceGPU)
+	}
+	if len(pod.Spec.ResourceClaims) > 0 || whole > 0 {
+		items, err := claimItems(pod, claims)
+		if err != nil {
+			return request{}, err
+		}
+		for range whole {
+			items = append(items, item{whole: true})
+		}
+		if len(items) > 0 {
+			r.dra, r.items = true, items
+		}
+	}
+	return r, nil
+}
+
+// quantity is the request of res, or its limit where no request is set
+// (the API server copies one to the other for extended resources).
+func quantity(rr corev1.ResourceRequirements, res corev1.ResourceName) int64 {
+	if q, ok := rr.Requests[res]; ok {
+		return q.Value()
+	}
+	q := rr.Limits[res]
+	return q.Value()
+}
+
+// claimItems lists the devices of gpuadmit's share and whole-GPU classes
+// that the pod's unallocated claims ask for. Other classes (MIG instances,
+// other drivers) and requests the plugin cannot size (a prioritized list,
+// all devices) are left out.
+func claimItems(pod *corev1.Pod, claims claimGetter) ([]item, error) {
+	var items []item
+	for _, pc := range pod.Spec.ResourceClaims {
+		name := claimName(pod, pc)
+		if name == "" {
+			return nil, fmt.Errorf("pod %s/%s: claim %s not created yet", pod.Namespace, pod.Name, pc.Name)
+		}
+		if claims == nil {
+			return nil, fmt.Errorf("pod %s/%s: no DRA claim tracker", pod.Namespace, pod.Name)
+		}
+		claim, err := claims.Get(pod.Namespace, name)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, name, err)
+		}
+		if claim.Status.Allocation != nil {
+			continue // shared with a pod already placed: takes nothing new
+		}
+		for _, req := range claim.Spec.Devices.Requests {
+			items = append(items, requestItems(req)...)
+		}
+	}
+	return items, nil
+}
+
+func requestItems(req resourceapi.DeviceRequest) []item {
+	ex := req.Exactly
+	if ex == nil || (ex.AllocationMode != "" && ex.AllocationMode != resourceapi.DeviceAllocationModeExactCount) {
+		return nil
+	}
+	it := item{}
+	switch ex.DeviceClassName {
+	case allocator.DRAClassGPU:
+		it.whole = true
+	case allocator.DRAClassShare:
+		if ex.Capacity != nil {
+			if q, ok := ex.Capacity.Requests[allocator.DRACapacityMemory]; ok {
+				it.memory = q.Value()
+			}
+		}
+	default:
+		return nil
+	}
+	n := max(ex.Count, 1)
+	out := make([]item, n)
+	for i := range out {
+		out[i] = it
+	}
+	return out
+}
+
+// claimName is the name of the ResourceClaim behind a pod's claim: its own,
+// or the one generated from its template, once the resource-claim
+// controller recorded it in the pod's status.
+func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim) string {
+	if pc.ResourceClaimName != nil {
+		return *pc.ResourceClaimName
+	}
+	for _, s := range pod.Status.ResourceClaimStatuses {
+		if s.Name == pc.Name && s.ResourceClaimName != nil {
+			return *s.ResourceClaimName
+		}
+	}
+	return ""
+}

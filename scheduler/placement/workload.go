@@ -1,0 +1,227 @@
+package placement
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// kind is one kind of request of the target workload: what a pod takes of
+// CPU and memory and, on each of gpus GPUs, the same item.
+type kind struct {
+	milliCPU, memoryMiB int64
+	dra                 bool
+	item
+	gpus int
+}
+
+type weighted struct {
+	kind
+	weight float64
+}
+
+// kindOf is the kind of a pod's request. A pod that takes different items
+// of several GPUs (containers with different shares) counts as its first
+// item on each.
+func kindOf(r request) kind {
+	k := kind{milliCPU: r.milliCPU, memoryMiB: r.memoryMiB, dra: r.dra, gpus: len(r.items)}
+	if len(r.items) > 0 {
+		k.item = r.items[0]
+	}
+	return k
+}
+
+// kindsOf turns the args' workload into kinds.
+func kindsOf(ks []Kind) []weighted {
+	out := make([]weighted, 0, len(ks))
+	for _, k := range ks {
+		w := weighted{kind: kind{milliCPU: k.CPU.MilliValue(), memoryMiB: k.Memory.Value() >> 20}, weight: k.Weight}
+		switch {
+		case k.GPUMemory != nil:
+			w.dra, w.memory, w.gpus = true, k.GPUMemory.Value(), 1
+		case k.Shares > 0:
+			w.shares, w.gpus = k.Shares, 1
+		case k.GPUs > 0:
+			w.dra, w.whole, w.gpus = true, true, k.GPUs
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// task is kind k on a node of shape s, as fragmentation counts it: a kind
+// of the other mode, or too large for the shape's GPUs, cannot run there.
+func (k kind) task(s shape, weight float64) allocator.FragTask {
+	t := allocator.FragTask{MilliCPU: k.milliCPU, MemoryMiB: k.memoryMiB, Weight: weight}
+	if k.gpus == 0 {
+		return t
+	}
+	t.GPUs, t.GPUMilli, t.Spec = k.gpus, allocator.MilliPerGPU, allocator.NodeModeDevicePlugin
+	if k.dra {
+		t.Spec = allocator.NodeModeDRA
+	}
+	if k.dra != s.dra || k.whole {
+		return t
+	}
+	if take := s.take(k.item); take > 0 && take <= s.capacity {
+		t.GPUMilli = s.milli(take)
+	} else {
+		t.Spec = "none"
+	}
+	return t
+}
+
+// workload is the target workload: fixed by the args, or counted from the
+// GPU pods of the profile that the scheduler's pod informer holds.
+type workload struct {
+	fixed []weighted
+
+	mu    sync.Mutex
+	count map[kind]int
+	pods  map[types.UID]kind
+	rev   atomic.Uint64
+}
+
+// snapshot returns the workload's revision and kinds, most popular first.
+func (w *workload) snapshot() (uint64, []weighted) {
+	if w.fixed != nil {
+		return 0, w.fixed
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]weighted, 0, len(w.count))
+	for k, c := range w.count {
+		out = append(out, weighted{kind: k, weight: float64(c)})
+	}
+	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	return w.rev.Load(), out
+}
+
+// less orders kinds by weight, then by every field, so that the order of
+// summing (and so the fragmentation, to the last bit) never depends on
+// map iteration.
+func less(a, b weighted) bool {
+	switch {
+	case a.weight != b.weight:
+		return a.weight > b.weight
+	case a.milliCPU != b.milliCPU:
+		return a.milliCPU > b.milliCPU
+	case a.memoryMiB != b.memoryMiB:
+		return a.memoryMiB > b.memoryMiB
+	case a.gpus != b.gpus:
+		return a.gpus > b.gpus
+	case a.dra != b.dra:
+		return a.dra
+	case a.whole != b.whole:
+		return a.whole
+	case a.shares != b.shares:
+		return a.shares > b.shares
+	}
+	return a.memory > b.memory
+}
+
+// set records pod uid's kind (ok) or forgets the pod (!ok).
+func (w *workload) set(uid types.UID, k kind, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	old, had := w.pods[uid]
+	if had && ok && old == k || !had && !ok {
+		return
+	}
+	if had {
+		if w.count[old]--; w.count[old] == 0 {
+			delete(w.count, old)
+		}
+		delete(w.pods, uid)
+	}
+	if ok {
+		w.pods[uid] = k
+		w.count[k]++
+	}
+	w.rev.Add(1)
+}
+
+// podHandler keeps a derived workload in step with the pod informer: a pod
+// of profile counts once its GPU request can be read (a claim made from a
+// template is there only after the pod's status names it), and stops
+// counting when it ends or is deleted. The scheduler's pod informer leaves
+// out pods that ended already.
+func (w *workload) podHandler(profile string, claims claimGetter) cache.ResourceEventHandler {
+	update := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if pod.Spec.SchedulerName != profile || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			w.set(pod.UID, kind{}, false)
+			return
+		}
+		r, err := readRequest(pod, claims)
+		if err != nil {
+			return // counted once its claims are there
+		}
+		w.set(pod.UID, kindOf(r), r.gpu())
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    update,
+		UpdateFunc: func(_, obj any) { update(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				w.set(pod.UID, kind{}, false)
+			}
+		},
+	}
+}
+
+// placerSet holds, for one revision of the workload, a pool of scorers
+// whose placers memoize fragmentation. A placer's memo is not safe for
+// concurrent use, so each Score call takes a scorer of its own from the
+// pool and puts it back; scorers live on across cycles while the workload
+// does not change.
+type placerSet struct {
+	rev   uint64
+	kinds []weighted
+	total float64
+	pool  sync.Pool
+}
+
+func newPlacerSet(rev uint64, kinds []weighted) *placerSet {
+	s := &placerSet{rev: rev, kinds: kinds}
+	for _, k := range kinds {
+		s.total += k.weight
+	}
+	s.pool.New = func() any { return &scorer{set: s, placers: map[shape]*allocator.Placer{}} }
+	return s
+}
+
+func (s *placerSet) get() *scorer  { return s.pool.Get().(*scorer) }
+func (s *placerSet) put(c *scorer) { s.pool.Put(c) }
+
+// scorer scores nodes for one goroutine at a time.
+type scorer struct {
+	set     *placerSet
+	placers map[shape]*allocator.Placer
+}
+
+// placer is the placement cost on nodes of shape sh.
+func (c *scorer) placer(sh shape) *allocator.Placer {
+	if p, ok := c.placers[sh]; ok {
+		return p
+	}
+	tasks := make([]allocator.FragTask, len(c.set.kinds))
+	for i, k := range c.set.kinds {
+		tasks[i] = k.task(sh, k.weight/c.set.total)
+	}
+	p := allocator.NewPlacer(tasks)
+	c.placers[sh] = p
+	return p
+}
