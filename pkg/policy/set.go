@@ -11,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
 )
 
@@ -98,7 +99,11 @@ func compile(loaded *loader.Result) (*ast.Compiler, error) {
 }
 
 func prepare(ctx context.Context, compiler *ast.Compiler, loaded *loader.Result) (rego.PreparedEvalQuery, error) {
-	store, err := loaded.Store()
+	// The data documents are converted to OPA values once, here, not on
+	// every read of data.gpuadmit.config during an evaluation. They came
+	// from YAML and JSON files, so they are JSON-serializable; the
+	// round trip on write checks it anyway.
+	store, err := loaded.StoreWithOpts(inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
 	if err != nil {
 		return rego.PreparedEvalQuery{}, err
 	}
@@ -111,7 +116,11 @@ func prepare(ctx context.Context, compiler *ast.Compiler, loaded *loader.Result)
 
 // runTests runs the set's test_ rules through OPA's tester.
 func runTests(ctx context.Context, loaded *loader.Result) ([]TestResult, error) {
-	store, err := loaded.Store()
+	// The data documents are converted to OPA values once, here, not on
+	// every read of data.gpuadmit.config during an evaluation. They came
+	// from YAML and JSON files, so they are JSON-serializable; the
+	// round trip on write checks it anyway.
+	store, err := loaded.StoreWithOpts(inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
 	if err != nil {
 		return nil, err
 	}
