@@ -140,7 +140,15 @@ migrate_from := pod_scheduler if {
 
 # pool_owner is the scheduler that owns the pool: the one the data's owners
 # name, else default_owner.
-pool_owner(p) := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+pool_owner(p) := o if {
+	o := pool_owners[p.name]
+} else := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+
+# pool_owners maps every pool to its owner, once per decision.
+pool_owners := {p.name: owner |
+	some p in input.pools
+	owner := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+}
 
 # default_owner owns the pools the data's owners do not name: the data's
 # defaultOwner; else gpuadmit-scheduler while it runs (the webhook sees its

@@ -128,12 +128,14 @@ pool_candidates(c, backend) := [{
 	"pool": ranked[1],
 	"backend": backend,
 	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
-	"tolerations": tolerations(pools[ranked[1]]),
-	"schedulerName": pool_owner(pools[ranked[1]]),
+	"tolerations": tolerations(ranked[2]),
+	"schedulerName": pool_owner(ranked[2]),
 } |
 	not mig_denied(c, backend)
 	not replicas_denied(c, backend)
-	some ranked in sort([[rank(c, backend, p), p.name] |
+
+	# Pool names are unique, so the pool itself never decides the order.
+	some ranked in sort([[rank(c, backend, p), p.name, p] |
 		some p in input.pools
 		serves(p, backend)
 		model_allowed(p)
@@ -143,8 +145,6 @@ pool_candidates(c, backend) := [{
 # A pool whose per-model quota cannot hold the request goes after the pools
 # that can: the policy falls back to a model the namespace still has room on.
 rank(c, backend, p) := [over_model_quota(c, p), fit_rank(c, backend, p)]
-
-pools[p.name] := p if some p in input.pools
 
 serves(p, backend) if p.mode in pool_modes[backend]
 
