@@ -49,25 +49,20 @@ func Simulate(c *Cluster, pods []Pod, policy Policy, o Options) Run {
 	o = o.withDefaults()
 	r := newRand(o.Seed)
 	rankTies(c, r)
-	capacity := c.CapacityMilli()
+	tally := NewTally(c.CapacityMilli(), o.Arrived)
 	var run Run
-	var arrived, allocated int64
-	next := 0
 	for _, p := range pods {
 		start := o.Now()
 		n := choose(c, p, policy, r)
 		if n != nil {
 			n.Assign(p, policy.GPUs(n, p, r))
-			allocated += p.GPUMilliTotal()
 		} else {
 			run.Failed++
 		}
 		run.Decisions = append(run.Decisions, o.Now().Sub(start))
-		arrived += p.GPUMilliTotal()
-		for ; next < len(o.Arrived) && float64(arrived) >= o.Arrived[next]*float64(capacity); next++ {
-			run.Points = append(run.Points, point(o.Arrived[next], allocated, capacity))
-		}
+		tally.Add(p, n != nil)
 	}
+	run.Points = tally.Points()
 	return run
 }
 
