@@ -3,6 +3,7 @@ package packing
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -30,8 +31,9 @@ const (
 // Policies lists the policy names NewPolicy knows, in the paper's order.
 var Policies = []string{"random", "dotprod", "clustering", "packing", "bestfit", "fgd", "gpuadmit"}
 
-// NewPolicy returns the policy called name; FGD needs the target workload
-// to learn its distribution of requests.
+// NewPolicy returns the policy called name, one of Policies or Variants;
+// FGD and gpuadmit need the target workload to learn its distribution of
+// requests.
 func NewPolicy(name string, workload []Pod) (Policy, error) {
 	switch strings.ToLower(name) {
 	case "random":
@@ -48,8 +50,12 @@ func NewPolicy(name string, workload []Pod) (Policy, error) {
 		return NewFGD(workload), nil
 	case "gpuadmit":
 		return NewGPUAdmit(workload), nil
+	case "gpuadmit-firstfit":
+		return NewGPUAdmitFirstFit(workload), nil
+	case "bestfit-firstfit":
+		return BestFitFirstFit{}, nil
 	}
-	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(Policies, ", "))
+	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(append(slices.Clone(Policies), Variants...), ", "))
 }
 
 // Random places a pod on any node it fits, and a share on any GPU that holds it.

@@ -132,3 +132,40 @@ func TestScores(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstFitVariants: the DRA allocator gives a share the first GPU with
+// room. On a, that is the 300 hole of GPU 0; on b, the idle GPU 0 while the
+// hole is GPU 1. gpuadmit-firstfit prices the GPU the pod will get, so it
+// takes a; bestfit-firstfit sees equal nodes and takes the first, b.
+func TestFirstFitVariants(t *testing.T) {
+	tests := map[string]struct {
+		policy   string
+		wantNode string
+		wantGPUs []int
+	}{
+		"gpuadmit-firstfit: the node whose first fit fills the hole": {policy: "gpuadmit-firstfit", wantNode: "a", wantGPUs: []int{0}},
+		"bestfit-firstfit: the first GPU with room of a tied node":   {policy: "bestfit-firstfit", wantNode: "b", wantGPUs: []int{0}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := NewCluster([]Node{
+				{Name: "b", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+				{Name: "a", MilliCPU: 32000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+			})
+			c.Nodes[0].Assign(Pod{MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 700}, []int{1})
+			c.Nodes[1].Assign(Pod{MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 700}, []int{0})
+			p, err := NewPolicy(tc.policy, testWorkload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newRand(1)
+			n := choose(c, share, p, r)
+			if n == nil {
+				t.Fatal("no node chosen")
+			}
+			if diff := cmp.Diff([]any{tc.wantNode, tc.wantGPUs}, []any{n.Name, p.GPUs(n, share, r)}); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
