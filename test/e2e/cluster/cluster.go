@@ -39,8 +39,10 @@ type Options struct {
 	// LogDir receives each component's log and the kubeconfig; empty means a temp dir.
 	LogDir string
 	// Skip names components not to start (kube-scheduler, kube-controller-manager,
-	// kwok), e.g. for an admission benchmark where pods need not schedule and
-	// kwok's node heartbeats would only add load; nil starts them all.
+	// kwok, webhook), e.g. for an admission benchmark where pods need not
+	// schedule and kwok's node heartbeats would only add load; nil starts them
+	// all. Without the webhook its MutatingWebhookConfiguration is not
+	// installed either, so pods are created as they are sent.
 	Skip []string
 	// PodEvents is the webhook's option of that name; false (its default)
 	// records Events for denials, warnings and fallbacks only.
@@ -91,6 +93,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.waitRecordPolicy(ctx, 30*time.Second); err != nil {
 		return c, fmt.Errorf("step record policy: %w", err)
 	}
+	if slices.Contains(opts.Skip, "webhook") {
+		return c, nil
+	}
 	if err := c.StartWebhook(ctx); err != nil {
 		return c, fmt.Errorf("step webhook: %w", err)
 	}
@@ -102,11 +107,9 @@ func (c *Cluster) startAPIServer() error {
 		BinaryAssetsDirectory: c.opts.BinDir,
 		CRDDirectoryPaths:     []string{filepath.Join(c.opts.BinDir, "cert-manager-crds")},
 		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths: []string{
-				filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml"),
-			},
-		},
+	}
+	if !slices.Contains(c.opts.Skip, "webhook") {
+		c.env.WebhookInstallOptions.Paths = []string{filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml")}
 	}
 	apiLog, err := os.Create(filepath.Join(c.LogDir, "kube-apiserver.log"))
 	if err != nil {
@@ -393,9 +396,10 @@ func freeAddr() (string, error) {
 // StartScheduler runs a second scheduler, the binary at path, with the
 // KubeSchedulerConfiguration config (its clientConnection is pointed at the
 // API server) as user, in system:masters like the other components so RBAC
-// stays out of the way. It logs to LogDir/<name>.log, serves no port and is
-// stopped with the cluster.
-func (c *Cluster) StartScheduler(path, name, user string, config map[string]any) error {
+// stays out of the way. It logs to LogDir/<name>.log and is stopped with the
+// cluster. It serves no port unless args (flags of kube-scheduler, after
+// and so over the defaults) say otherwise: --secure-port=N for its metrics.
+func (c *Cluster) StartScheduler(path, name, user string, config map[string]any, args ...string) error {
 	kubeconfig := filepath.Join(c.LogDir, name+".kubeconfig")
 	if err := c.writeKubeconfigFor(user, kubeconfig); err != nil {
 		return err
@@ -409,7 +413,7 @@ func (c *Cluster) StartScheduler(path, name, user string, config map[string]any)
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		return err
 	}
-	p, err := startProc(path, name, c.LogDir, "--config="+file, "--secure-port=0")
+	p, err := startProc(path, name, c.LogDir, append([]string{"--config=" + file, "--secure-port=0"}, args...)...)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
