@@ -1,0 +1,70 @@
+// Package replay replays a workload of the Alibaba openb trace through a
+// real kube-apiserver and a real scheduler, on the trace's nodes as fake
+// nodes, and measures what bench/packing measures in its simulator: the GPU
+// left unallocated when as much GPU as the cluster has was asked for.
+//
+// # What runs
+//
+// One fresh control plane per scheduler configuration: etcd and
+// kube-apiserver v1.37 (test/e2e/cluster), the scheduler under test and
+// nothing else (no controller-manager, no kwok, no gpuadmit webhook: pods
+// are created as the bench writes them and bound pods never run; the
+// scheduler does not care whether a kubelet reports). Configurations:
+//
+//   - default: the stock kube-scheduler, default profile (it scores a
+//     sample of 50 − ⌊nodes/125⌋ percent of the feasible nodes).
+//   - mostallocated: the stock kube-scheduler with NodeResourcesFit scoring
+//     MostAllocated, weights cpu 1, memory 1 and the GPU resource 3 (the
+//     pattern of Kubernetes' "Resource Bin Packing" page), everything else
+//     stock, sample included.
+//   - gpuadmit: gpuadmit-scheduler with deploy/scheduler's profile (leader
+//     election off, the one change).
+//
+// # Representation
+//
+// Every node of the trace is a Node with its CPU and memory, and a
+// ResourceSlice of gpu.gpuadmit.io with one device per GPU, built by the DRA
+// agent's own code (pkg/agent/dra.Devices): each GPU's memory capacity is
+// 1000 MiB, shared in steps of 1 MiB, so one MiB is one milli-GPU of the
+// trace and every share is represented exactly. A GPU pod has a
+// ResourceClaim, created before it: a share (gpu_milli < 1000) asks class
+// gpu-share.gpuadmit.io for gpu_milli MiB of one device; whole GPUs ask
+// class gpu.gpuadmit.io for num_gpu devices, each of which then takes its
+// device's whole capacity. The scheduler's DRA allocator picks the devices,
+// first fit in slice order (GPU 0 first), for every configuration alike.
+//
+// The GPU resource NodeResourcesFit can score: it sees no DRA device, only
+// node resources. gpuadmit's webhook adds the accounting resource
+// gpuadmit.io/gpu-memory-mib (the GPU memory a container gets) to every GPU
+// container, and the agent advertises the node's GPU memory as its
+// capacity, so a cluster running gpuadmit has exactly one GPU resource a
+// stock profile can weigh; here it counts milli-GPU (1000 per GPU).
+//
+// # Measure
+//
+// Pods are the workload bench/packing simulates (the pod list inflated to
+// 130% of capacity and shuffled by the seed), cut after the pod at which
+// the GPU asked for first reaches 100% of capacity: pods never leave, so
+// the pods after it cannot change the allocation at 100% arrived. They are
+// created one at a time, in trace order, each after its claim; the
+// scheduler's queue takes them in that order. A pod that fits nowhere stays
+// Pending and counts as unplaced, as a failed pod of the simulator does
+// (resources only shrink, so its retries never succeed). Once every pod is
+// bound or unschedulable, the placements are read back: each pod's node
+// and its claim's allocation (which device, how much of it), replayed onto
+// bench/packing's cluster model (which refuses an overcommitted GPU) and
+// counted by packing.Tally.
+//
+// The simulator's figures for the same nodes, workload and seed come from
+// packing.Simulate: gpuadmit (its own GPU choice), gpuadmit-firstfit (the
+// GPU the DRA allocator picks: what gpuadmit-scheduler can do), FGD,
+// bestfit and bestfit-firstfit.
+//
+// # Placement time
+//
+// gpuadmit-scheduler's own scheduler_plugin_execution_duration_seconds for
+// plugin GPUAdmit, scraped from its metrics port. The scheduler records
+// plugin durations in 10% of its cycles, and for Filter and Score once per
+// node, into a buffer of 1,000 observations flushed every second that drops
+// what does not fit; so the sample counts are reported with the quantiles.
+package replay
