@@ -35,6 +35,8 @@
 // go (Args.Workload may fix it instead). That is the honest stand-in for
 // the future the simulator knows from its trace: what is asked now is the
 // best guess of what will be asked next. It leaves out pods without GPU.
+// The plugin scores with the workload as of its last revision, and a new
+// revision is taken once 1% of the pods counted came or went since.
 //
 // # Per cycle
 //
@@ -44,7 +46,7 @@
 // (allocator.FragMemo), which is not safe for concurrent use, and Score
 // runs in parallel: each Score call takes a memo of its own from a pool, so
 // none is shared between goroutines; pooled memos live on across cycles
-// while the workload stays the same. NormalizeScore ranks nodes by their
+// while the workload's revision stays the same. NormalizeScore ranks nodes by their
 // raw scores (see normalize). Pods without GPU skip Score.
 //
 // # Filter, requeueing, batching

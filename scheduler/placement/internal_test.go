@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
@@ -195,4 +197,33 @@ func TestArgs(t *testing.T) {
 
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
+
+// TestDerivedWorkloadRevisesAfterOnePercent: a new revision (and with it
+// fresh placers, whose memo starts empty) once pods counted or forgotten
+// since the last reach 1% of the pods counted, every change below 100 pods.
+func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
+	w := &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
+	small, large := kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}
+	add := func(n int, k kind) {
+		for range n {
+			w.set(types.UID(fmt.Sprint(len(w.pods))), k, true)
+		}
+	}
+	add(50, small)
+	rev, _ := w.snapshot()
+	add(1, large)
+	if r, kinds := w.snapshot(); r == rev || len(kinds) != 2 {
+		t.Fatalf("51 pods, one new: revision %d (was %d) with %d kinds; want a new one with 2", r, rev, len(kinds))
+	}
+	add(249, small) // 300 pods: a revision needs more than 3 changes
+	rev, _ = w.snapshot()
+	add(3, large)
+	if r, kinds := w.snapshot(); r != rev || kinds[1].weight != 1 {
+		t.Errorf("3 changes, 303 pods: revision %d (was %d), large weighs %v; want the old revision", r, rev, kinds[1].weight)
+	}
+	add(1, large)
+	if r, kinds := w.snapshot(); r == rev || kinds[1].weight != 5 {
+		t.Errorf("4 changes, 304 pods: revision %d (was %d), large weighs %v; want a new one where it weighs 5", r, rev, kinds[1].weight)
+	}
 }
