@@ -24,8 +24,11 @@
 // the cost of a node is allocator.Placer.CostOn on the GPU the node side
 // will pick, not the cheapest GPU, which is what the simulator's policy
 // chooses. Each item of the pod (a container's shares, a claim's device) is
-// placed in turn, the pod's CPU and memory with the first. The raw score
-// is minus the cost plus the simulator's best-fit tie-break.
+// placed in turn, the pod's CPU and memory with the first. A pod without
+// GPU costs what its CPU and memory strand of the node's GPUs (whichever
+// mode they are in), nothing on a node without GPUs: its CPU is what GPU
+// pods run short of. The raw score is minus the cost plus the simulator's
+// best-fit tie-break.
 //
 // # The target workload
 //
@@ -46,8 +49,9 @@
 // (allocator.FragMemo), which is not safe for concurrent use, and Score
 // runs in parallel: each Score call takes a memo of its own from a pool, so
 // none is shared between goroutines; pooled memos live on across cycles
-// while the workload's revision stays the same. NormalizeScore ranks nodes by their
-// raw scores (see normalize). Pods without GPU skip Score.
+// while the workload's revision stays the same. NormalizeScore ranks nodes
+// by their raw scores (see normalize). PreScore gathers the DRA
+// allocations for pods without GPU too, which may land on DRA nodes.
 //
 // # Filter, requeueing, batching
 //

@@ -115,6 +115,13 @@ func sharesPod(units int64) *corev1.Pod {
 	return p
 }
 
+func cpuOnlyPod() *corev1.Pod {
+	p := &corev1.Pod{}
+	p.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		"cpu": resource.MustParse("3"), "memory": resource.MustParse("2Gi")}}}}
+	return p
+}
+
 func TestSignPod(t *testing.T) {
 	claimed := sharesPod(1)
 	claimed.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
@@ -124,7 +131,9 @@ func TestSignPod(t *testing.T) {
 		want  []fwk.SignFragment
 		code  fwk.Code
 	}{
-		"a pod without GPU is signed with nothing":           {pod: &corev1.Pod{}, code: fwk.Success},
+		"a pod without GPU under a derived workload is not signed": {pod: &corev1.Pod{}, code: fwk.Unschedulable},
+		"a pod without GPU under a fixed workload signs its CPU and memory": {fixed: true, pod: cpuOnlyPod(), code: fwk.Success,
+			want: []fwk.SignFragment{{Key: requestSigner, Value: signedRequest{MilliCPU: 3000, MemoryMiB: 2048}}}},
 		"a share pod under a derived workload is not signed": {pod: sharesPod(1), code: fwk.Unschedulable},
 		"a pod with a claim is not signed":                   {fixed: true, pod: claimed, code: fwk.Unschedulable},
 		"a share pod under a fixed workload signs its request": {fixed: true, pod: sharesPod(2), code: fwk.Success,

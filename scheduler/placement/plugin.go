@@ -166,9 +166,10 @@ type cycle struct {
 
 func (c *cycle) Clone() fwk.StateData { return c }
 
-// PreScore reads the pod's GPU request and, for DRA pods, what claims hold
-// of every device. Pods without GPU, and pods whose request cannot be read,
-// skip Score: the plugin then leaves the choice to the other plugins.
+// PreScore reads the pod's GPU request and, for DRA pods and pods without
+// GPU (which may go to DRA nodes), what claims hold of every device. Pods
+// whose request cannot be read skip Score: the plugin then leaves the
+// choice to the other plugins.
 func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	r, err := readRequest(pod, pl.claimGetter())
@@ -176,11 +177,8 @@ func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev
 		logger.V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	if !r.gpu() {
-		return fwk.NewStatus(fwk.Skip)
-	}
 	c := &cycle{req: r, set: pl.placers.get(pl.work.snapshot())}
-	if r.dra {
+	if r.dra || !r.gpu() && pl.claims != nil {
 		if c.allocated, err = pl.allocated(); err != nil {
 			logger.V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 			return fwk.NewStatus(fwk.Skip)
@@ -230,11 +228,24 @@ func (pl *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	return int64(math.Round(raw * scoreScale)), nil
 }
 
-// view is the node's GPUs as the pod's pool mode sees them.
+// view is the node's GPUs as the pod's pool mode sees them; for a pod
+// without GPU, whichever GPUs the node has.
 func (pl *Plugin) view(n fwk.NodeInfo, c *cycle) *gpuView {
-	if !c.req.dra {
+	if c.req.gpu() && !c.req.dra {
 		return devicePluginView(n, pl.offers.get(n.Node()), c.req.shareResource)
 	}
+	if v := pl.draView(n, c); v != nil || c.req.gpu() {
+		return v
+	}
+	o := pl.offers.get(n.Node())
+	if o == nil {
+		return nil
+	}
+	return devicePluginView(n, o, corev1.ResourceName(o.offer.Resource))
+}
+
+// draView is the node's GPUs in gpuadmit's ResourceSlices; nil without.
+func (pl *Plugin) draView(n fwk.NodeInfo, c *cycle) *gpuView {
 	if pl.slices == nil {
 		return nil
 	}

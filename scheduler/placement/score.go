@@ -23,19 +23,31 @@ const (
 // score is the raw score of placing r on a node with view v, higher is
 // better: minus the placement cost (allocator.Placer.CostOn) of each item
 // on the GPU the node side gives it, in turn, plus the best-fit tie-break.
-// ok is false when the model has no GPU for an item.
+// A pod without GPU costs what its CPU and memory strand of the node's
+// GPUs, nothing on a node without GPUs the plugin knows of. ok is false
+// when the model has no GPU for an item.
 func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
-	if v == nil {
+	if v == nil && r.gpu() {
 		return 0, false
 	}
-	p := c.placer(v.shape)
+	if v == nil {
+		v = &gpuView{}
+	}
 	alloc, used := n.GetAllocatable(), n.GetRequested()
 	left := slices.Clone(v.left)
 	fn := allocator.FragNode{MilliCPULeft: alloc.GetMilliCPU() - used.GetMilliCPU(),
 		MemoryMiBLeft: (alloc.GetMemory() - used.GetMemory()) >> 20, Model: v.shape.model()}
 	fn.GPUMilliLeft = v.shape.millis(left)
 	var cost float64
+	if !r.gpu() && len(left) > 0 {
+		p := c.placer(v.shape)
+		t := allocator.FragTask{MilliCPU: r.milliCPU, MemoryMiB: r.memoryMiB}
+		cost, _ = p.CostOn(fn, p.Fragmentation(fn), t, nil)
+		fn.MilliCPULeft -= t.MilliCPU
+		fn.MemoryMiBLeft -= t.MemoryMiB
+	}
 	for i, it := range r.items {
+		p := c.placer(v.shape)
 		need := v.shape.take(it)
 		g, ok := (&gpuView{shape: v.shape, left: left}).choose(need)
 		if !ok {

@@ -24,13 +24,13 @@ type signedRequest struct {
 // is correct only while every other node's score depends on nothing but
 // that node and what the signature holds of the pod:
 //
-//   - a pod without GPU is scored by no one here: no fragment;
 //   - a pod with ResourceClaims is not signed: its share's size is in a
 //     claim, not in the pod (the DynamicResources plugin does not sign
 //     these pods either);
-//   - a GPU pod is signed only when the args fix the target workload: a
-//     workload derived from the pods changes with every GPU pod that
-//     arrives, and with it every node's score;
+//   - a pod, with GPU or without (whose CPU and memory are scored by what
+//     they strand), is signed only when the args fix the target workload:
+//     a workload derived from the pods changes as GPU pods arrive, and
+//     with it every node's score;
 //   - otherwise the fragment is the pod's CPU, memory and GPU request.
 func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if len(pod.Spec.ResourceClaims) > 0 {
@@ -39,9 +39,6 @@ func (pl *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragmen
 	r, err := readRequest(pod, nil)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
-	}
-	if !r.gpu() {
-		return nil, nil
 	}
 	if !pl.fixedWorkload {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the target workload is derived from the GPU pods and changes with each")
