@@ -6,10 +6,10 @@
 // # What a node's GPUs are
 //
 //   - In a DRA pool: the devices of type gpu in the node's ResourceSlices of
-//     gpu.gpuadmit.io, each with what allocated and in-flight claims
-//     consumed of its memory (the scheduler's DRA claim tracker, the state
-//     the DynamicResources plugin allocates from). MIG instances are not
-//     shares and are left out.
+//     gpu.gpuadmit.io, each with what the claims of the node's pods (as the
+//     scheduler's cache has them, assumed ones included) consumed of its
+//     memory, allocated or in flight, from the scheduler's DRA claim
+//     tracker (see heldOn). MIG instances are not shares and are left out.
 //   - In a device-plugin pool: SharesPerGPU shares on each healthy GPU the
 //     agent publishes (allocator.AnnotationGPUs, allocator.AnnotationShare),
 //     less the shares of the pods bound to the node, packed by the agent's
@@ -43,15 +43,14 @@
 //
 // # Per cycle
 //
-// PreScore reads the pod's request, gathers the DRA allocations once, and
-// picks the placer set of the workload's revision; Score computes each
-// node's cost. Fragmentation is memoized by node state
+// PreScore reads the pod's request and picks the placer set of the
+// workload's revision; Score reads what the node's claims hold and computes
+// the node's cost. Fragmentation is memoized by node state
 // (allocator.FragMemo), which is not safe for concurrent use, and Score
 // runs in parallel: each Score call takes a memo of its own from a pool, so
 // none is shared between goroutines; pooled memos live on across cycles
 // while the workload's revision stays the same. NormalizeScore ranks nodes
-// by their raw scores (see normalize). PreScore gathers the DRA
-// allocations for pods without GPU too, which may land on DRA nodes.
+// by their raw scores (see normalize).
 //
 // # Filter, requeueing, batching
 //

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/dynamic-resource-allocation/structured"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -84,9 +83,9 @@ func (s shape) model() string {
 
 // draView is the node's GPUs in gpuadmit's ResourceSlices: one entry per
 // device of type gpu (MIG instances are not shares and are left out), in
-// slice order, with what allocated and in-flight claims consumed of its
-// memory. nil when the node has none, or GPUs of different sizes.
-func draView(nodeSlices []*resourceapi.ResourceSlice, allocated *structured.AllocatedState) *gpuView {
+// slice order, with what the claims h holds consumed of its memory. nil
+// when the node has none, or GPUs of different sizes.
+func draView(nodeSlices []*resourceapi.ResourceSlice, h held) *gpuView {
 	var v *gpuView
 	for _, sl := range current(nodeSlices) {
 		for _, d := range sl.Spec.Devices {
@@ -103,7 +102,7 @@ func draView(nodeSlices []*resourceapi.ResourceSlice, allocated *structured.Allo
 			} else if v.shape != s {
 				return nil
 			}
-			v.left = append(v.left, s.capacity-consumed(allocated, sl.Spec.Driver, sl.Spec.Pool.Name, d.Name, s))
+			v.left = append(v.left, s.capacity-h.consumed(sl.Spec.Pool.Name, d.Name, s))
 		}
 	}
 	return v
@@ -146,22 +145,6 @@ func deviceShape(d resourceapi.Device, c resourceapi.DeviceCapacity) shape {
 	}
 	s.min, s.step, s.def = p.ValidRange.Min.Value(), p.ValidRange.Step.Value(), p.Default.Value()
 	return s
-}
-
-// consumed is the memory of a device that claims hold: all of it when a
-// claim has it alone, else the sum of what shares consumed.
-func consumed(a *structured.AllocatedState, driver, pool, device string, s shape) int64 {
-	if a == nil {
-		return 0
-	}
-	id := structured.MakeDeviceID(driver, pool, device)
-	if a.AllocatedDevices.Has(id) {
-		return s.capacity
-	}
-	if q := a.AggregatedCapacity[id][allocator.DRACapacityMemory]; q != nil {
-		return min(q.Value(), s.capacity)
-	}
-	return 0
 }
 
 // offers caches what device-plugin nodes publish, parsed, by node name:

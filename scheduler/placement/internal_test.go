@@ -8,11 +8,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -234,5 +236,67 @@ func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
 	add(1, large)
 	if r, kinds := w.snapshot(); r == rev || kinds[1].weight != 5 {
 		t.Errorf("4 changes, 304 pods: revision %d (was %d), large weighs %v; want a new one where it weighs 5", r, rev, kinds[1].weight)
+	}
+}
+
+// holder is a claim tracker of claims by name and pending allocations by UID.
+type holder struct {
+	claims  map[string]*resourceapi.ResourceClaim
+	pending map[types.UID]*resourceapi.AllocationResult
+}
+
+func (h holder) Get(_, name string) (*resourceapi.ResourceClaim, error) {
+	if c, ok := h.claims[name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("claim %s not found", name)
+}
+
+func (h holder) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	return h.pending[uid]
+}
+
+func TestHeldOnCountsEachClaimOfTheNodesPodsOnce(t *testing.T) {
+	result := func(device string, share bool, mib int64) resourceapi.DeviceRequestAllocationResult {
+		r := resourceapi.DeviceRequestAllocationResult{Request: "gpu", Driver: allocator.DRADriver, Pool: "n", Device: device}
+		if share {
+			r.ShareID = ptr.To(types.UID(device + fmt.Sprint(mib)))
+			r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{allocator.DRACapacityMemory: *resource.NewQuantity(mib<<20, resource.BinarySI)}
+		}
+		return r
+	}
+	claim := func(name string, results ...resourceapi.DeviceRequestAllocationResult) *resourceapi.ResourceClaim {
+		c := &resourceapi.ResourceClaim{}
+		c.Name, c.UID = name, types.UID(name)
+		if len(results) > 0 {
+			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: results}}
+		}
+		return c
+	}
+	other := result("gpu-2", false, 0)
+	other.Driver = "gpu.example.com"
+	h := holder{claims: map[string]*resourceapi.ResourceClaim{
+		"shared":   claim("shared", result("gpu-0", true, 300)),
+		"whole":    claim("whole", result("gpu-1", false, 0)),
+		"inflight": claim("inflight"),
+		"foreign":  claim("foreign", other),
+	}, pending: map[types.UID]*resourceapi.AllocationResult{"inflight": {Devices: resourceapi.DeviceAllocationResult{
+		Results: []resourceapi.DeviceRequestAllocationResult{result("gpu-0", true, 200)}}}}}
+	podWith := func(name string, claims ...string) *corev1.Pod {
+		p := &corev1.Pod{}
+		p.Name, p.UID = name, types.UID(name)
+		for _, c := range claims {
+			p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: c, ResourceClaimName: ptr.To(c)})
+		}
+		return p
+	}
+	n := framework.NewNodeInfo(podWith("a", "shared", "whole"), podWith("b", "shared", "inflight"), podWith("c", "foreign", "missing"))
+	got := heldOn(n, h)
+	s := shape{dra: true, capacity: 1000 << 20}
+	want := map[string]int64{"gpu-0": 500 << 20, "gpu-1": 1000 << 20, "gpu-2": 0}
+	for d, w := range want {
+		if c := got.consumed("n", d, s); c != w {
+			t.Errorf("%s: %d MiB held, want %d (the shared claim once, the one in flight, the whole device, no other driver's)", d, c>>20, w>>20)
+		}
 	}
 }

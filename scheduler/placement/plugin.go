@@ -2,7 +2,6 @@ package placement
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/dynamic-resource-allocation/structured"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -156,35 +154,25 @@ func (pl *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod,
 	return nil
 }
 
-// cycle is what PreScore leaves for Score: the pod's request, the DRA
-// allocations as of this cycle, and the scorers of the workload.
+// cycle is what PreScore leaves for Score: the pod's request and the
+// scorers of the workload.
 type cycle struct {
-	req       request
-	allocated *structured.AllocatedState
-	set       *placerSet
+	req request
+	set *placerSet
 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
 
-// PreScore reads the pod's GPU request and, for DRA pods and pods without
-// GPU (which may go to DRA nodes), what claims hold of every device. Pods
-// whose request cannot be read skip Score: the plugin then leaves the
-// choice to the other plugins.
+// PreScore reads the pod's GPU request and picks the scorers of the
+// workload's revision. Pods whose request cannot be read skip Score: the
+// plugin then leaves the choice to the other plugins.
 func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
-	logger := klog.FromContext(ctx)
 	r, err := readRequest(pod, pl.claimGetter())
 	if err != nil {
-		logger.V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
+		klog.FromContext(ctx).V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	c := &cycle{req: r, set: pl.placers.get(pl.work.snapshot())}
-	if r.dra || !r.gpu() && pl.claims != nil {
-		if c.allocated, err = pl.allocated(); err != nil {
-			logger.V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
-			return fwk.NewStatus(fwk.Skip)
-		}
-	}
-	state.Write(scoreKey, c)
+	state.Write(scoreKey, &cycle{req: r, set: pl.placers.get(pl.work.snapshot())})
 	return nil
 }
 
@@ -195,20 +183,11 @@ func (pl *Plugin) claimGetter() claimGetter {
 	return pl.claims
 }
 
-// allocated gathers what allocated and in-flight claims hold, as the DRA
-// plugin does, trying again while the tracker changes underneath.
-func (pl *Plugin) allocated() (*structured.AllocatedState, error) {
+func (pl *Plugin) claimHolder() claimHolder {
 	if pl.claims == nil {
-		return nil, errors.New("no DRA claim tracker")
+		return nil
 	}
-	var err error
-	for range 5 {
-		var a *structured.AllocatedState
-		if a, err = pl.claims.GatherAllocatedState(); err == nil {
-			return a, nil
-		}
-	}
-	return nil, fmt.Errorf("gather allocated devices: %w", err)
+	return pl.claims
 }
 
 // Score is the raw placement score of the node, scaled to an integer; a
@@ -234,7 +213,7 @@ func (pl *Plugin) view(n fwk.NodeInfo, c *cycle) *gpuView {
 	if c.req.gpu() && !c.req.dra {
 		return devicePluginView(n, pl.offers.get(n.Node()), c.req.shareResource)
 	}
-	if v := pl.draView(n, c); v != nil || c.req.gpu() {
+	if v := pl.draView(n); v != nil || c.req.gpu() {
 		return v
 	}
 	o := pl.offers.get(n.Node())
@@ -245,7 +224,7 @@ func (pl *Plugin) view(n fwk.NodeInfo, c *cycle) *gpuView {
 }
 
 // draView is the node's GPUs in gpuadmit's ResourceSlices; nil without.
-func (pl *Plugin) draView(n fwk.NodeInfo, c *cycle) *gpuView {
+func (pl *Plugin) draView(n fwk.NodeInfo) *gpuView {
 	if pl.slices == nil {
 		return nil
 	}
@@ -257,7 +236,7 @@ func (pl *Plugin) draView(n fwk.NodeInfo, c *cycle) *gpuView {
 	for _, o := range objs {
 		sl = append(sl, o.(*resourceapi.ResourceSlice))
 	}
-	return draView(sl, c.allocated)
+	return draView(sl, heldOn(n, pl.claimHolder()))
 }
 
 // ScoreExtensions returns the plugin: it normalizes its own scores.

@@ -44,7 +44,9 @@ func TestDRAScoresTheGPUFirstFitTakes(t *testing.T) {
 		heldClaim("c", "first-twenty", "gpu-0", 20), heldClaim("d", "first-twenty", "gpu-1", 30),
 		shareClaim("want", 10),
 	}
-	c := cluster{nodes: []*corev1.Node{node("first-ten"), node("first-twenty")}}
+	var c cluster
+	c.add(node("first-ten"), claimPod("pa", "a"), claimPod("pb", "b"))
+	c.add(node("first-twenty"), claimPod("pc", "c"), claimPod("pd", "d"))
 	e := newEnv(t, `{"workload":[{"gpuMemory":"10Gi","weight":1},{"gpuMemory":"20Gi","weight":1}]}`, c, objs...)
 	got, _ := e.scores(t, claimPod("new", "want"))
 	if got["first-ten"] <= got["first-twenty"] {
