@@ -10,6 +10,12 @@ import (
 	"strings"
 )
 
+// MachineNow describes this machine and its load now, as a report of Run does.
+func MachineNow() Machine { return machine() }
+
+// LoadAvg is /proc/loadavg now.
+func LoadAvg() string { return loadavg() }
+
 // machine describes this machine and its load now.
 func machine() Machine {
 	m := Machine{Cores: runtime.NumCPU(), LoadBefore: loadavg()}

@@ -21,6 +21,17 @@ func parseText(b []byte) (families, error) {
 	return p.TextToMetricFamilies(bytes.NewReader(b))
 }
 
+// HistogramOf reads histogram name, summed over the series whose labels
+// include match, from a Prometheus text exposition: another component's
+// /metrics (bench/replay reads the scheduler's).
+func HistogramOf(text []byte, name string, match map[string]string) (Histogram, error) {
+	f, err := parseText(text)
+	if err != nil {
+		return Histogram{}, err
+	}
+	return f.histogram(name, match), nil
+}
+
 // gatherLocal reads this process's controller-runtime registry, where
 // gpuadmit's webhook and the no-op server (both in process) record.
 func gatherLocal() (families, error) {

@@ -127,6 +127,10 @@ func isExecutable(path string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
+// ModuleRoot finds gpuadmit's repository root (its go.mod) upwards from
+// the working directory.
+func ModuleRoot() (string, error) { return moduleRoot() }
+
 // moduleRoot finds gpuadmit's go.mod upwards from the working directory.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
