@@ -394,8 +394,8 @@ func freeAddr() (string, error) {
 }
 
 // StartScheduler runs a second scheduler, the binary at path, with the
-// KubeSchedulerConfiguration config (its clientConnection is pointed at the
-// API server) as user, in system:masters like the other components so RBAC
+// KubeSchedulerConfiguration config (its clientConnection, settings kept,
+// is pointed at the API server) as user, in system:masters like the other components so RBAC
 // stays out of the way. It logs to LogDir/<name>.log and is stopped with the
 // cluster. It serves no port unless args (flags of kube-scheduler, after
 // and so over the defaults) say otherwise: --secure-port=N for its metrics.
@@ -404,7 +404,12 @@ func (c *Cluster) StartScheduler(path, name, user string, config map[string]any,
 	if err := c.writeKubeconfigFor(user, kubeconfig); err != nil {
 		return err
 	}
-	config["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	conn, _ := config["clientConnection"].(map[string]any)
+	if conn == nil {
+		conn = map[string]any{}
+	}
+	conn["kubeconfig"] = kubeconfig
+	config["clientConnection"] = conn
 	b, err := yaml.Marshal(config)
 	if err != nil {
 		return err
