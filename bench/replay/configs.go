@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// The scheduler configurations a replay compares.
+const (
+	// Default is the stock kube-scheduler's default profile.
+	Default = "default"
+	// MostAllocated is the stock kube-scheduler with NodeResourcesFit
+	// scoring MostAllocated, the GPU resource weighted 3.
+	MostAllocated = "mostallocated"
+	// GPUAdmit is gpuadmit-scheduler with deploy/scheduler's profile.
+	GPUAdmit = "gpuadmit"
+)
+
+// Configurations are the configurations in the order a replay runs them.
+var Configurations = []string{Default, MostAllocated, GPUAdmit}
+
+// scheduler is one configuration: the binary and its
+// KubeSchedulerConfiguration, and the schedulerName its pods name.
+type scheduler struct {
+	config   string
+	gpuadmit bool // the gpuadmit-scheduler binary, else kube-scheduler
+	name     string
+	profile  map[string]any
+}
+
+// schedulerConfig returns configuration config; root is the repository
+// (deploy/scheduler's profile is read from it).
+func schedulerConfig(config, root string) (scheduler, error) {
+	switch config {
+	case Default:
+		return scheduler{config: config, name: corev1.DefaultSchedulerName,
+			profile: stockProfile(map[string]any{"schedulerName": corev1.DefaultSchedulerName})}, nil
+	case MostAllocated:
+		return scheduler{config: config, name: corev1.DefaultSchedulerName, profile: stockProfile(map[string]any{
+			"schedulerName": corev1.DefaultSchedulerName,
+			"pluginConfig": []any{map[string]any{"name": "NodeResourcesFit", "args": map[string]any{
+				"scoringStrategy": map[string]any{"type": "MostAllocated", "resources": []any{
+					map[string]any{"name": "cpu", "weight": 1},
+					map[string]any{"name": "memory", "weight": 1},
+					map[string]any{"name": allocator.ResourceMemoryMiB, "weight": 3},
+				}},
+			}}},
+		})}, nil
+	case GPUAdmit:
+		p, err := shippedProfile(root)
+		if err != nil {
+			return scheduler{}, err
+		}
+		return scheduler{config: config, gpuadmit: true, name: "gpuadmit-scheduler", profile: p}, nil
+	}
+	return scheduler{}, fmt.Errorf("configuration %q: want one of %v", config, Configurations)
+}
+
+// stockProfile is a KubeSchedulerConfiguration of one profile, everything
+// else default but what benchConfig changes.
+func stockProfile(profile map[string]any) map[string]any {
+	return benchConfig(map[string]any{
+		"apiVersion": "kubescheduler.config.k8s.io/v1",
+		"kind":       "KubeSchedulerConfiguration",
+		"profiles":   []any{profile},
+	})
+}
+
+// Client rate limits of every configuration's scheduler: the default (50
+// queries per second, bursts of 100) throttles binding, two writes per pod
+// with DRA (the claim's allocation, the binding), to about 20 pods a
+// second, and pods wait bound in memory for minutes. Scheduling decisions
+// do not depend on it (a pod is assumed on its node before it is bound).
+const (
+	clientQPS   = 2000
+	clientBurst = 4000
+)
+
+// benchConfig turns off leader election (one replica, no Lease to wait
+// for) and raises the client's rate limits.
+func benchConfig(config map[string]any) map[string]any {
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	config["clientConnection"] = map[string]any{"qps": clientQPS, "burst": clientBurst}
+	return config
+}
+
+// shippedProfile is the KubeSchedulerConfiguration in deploy/scheduler's
+// ConfigMap, changed as benchConfig changes every configuration.
+func shippedProfile(root string) (map[string]any, error) {
+	path := filepath.Join(root, "deploy/scheduler/config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := yaml.UnmarshalStrict(b, cm); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	config := map[string]any{}
+	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &config); err != nil {
+		return nil, fmt.Errorf("read %s: config.yaml: %w", path, err)
+	}
+	return benchConfig(config), nil
+}

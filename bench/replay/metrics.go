@@ -1,0 +1,106 @@
+package replay
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/bench/admission"
+)
+
+// Timing is one histogram of the scheduler's: how many observations it
+// holds and its quantiles in milliseconds, both as the bucket bound below
+// which they certainly lie and as histogram_quantile interpolates.
+type Timing struct {
+	Metric   string  `json:"metric"`
+	Samples  float64 `json:"samples"`
+	MeanMs   float64 `json:"meanMs"`
+	P50Ms    float64 `json:"p50Ms"`
+	P99Ms    float64 `json:"p99Ms"`
+	P99Bound float64 `json:"p99BoundMs"` // +Inf past the last bucket, written as -1
+}
+
+// pluginPoints are GPUAdmit's extension points in a scheduling cycle.
+var pluginPoints = []string{"PreFilter", "Filter", "PreScore", "Score", "ScoreExtensionNormalize"}
+
+// cyclePoints are the scheduler's per-pod extension point durations
+// (every plugin of the profile, every cycle: not sampled).
+var cyclePoints = []string{"Filter", "PreScore", "Score"}
+
+// scrape reads the scheduler's timings: GPUAdmit's per extension point
+// (sampled), and for every profile its per-pod Filter, PreScore and Score
+// and the scheduling algorithm as a whole.
+func (r *replay) scrape(ctx context.Context) ([]Timing, error) {
+	text, err := get(ctx, r.metrics)
+	if err != nil {
+		return nil, err
+	}
+	var out []Timing
+	add := func(label, name string, match map[string]string) error {
+		h, err := admission.HistogramOf(text, name, match)
+		if err != nil {
+			return err
+		}
+		if h.Count > 0 {
+			out = append(out, timingOf(label, h))
+		}
+		return nil
+	}
+	if r.s.gpuadmit {
+		for _, p := range pluginPoints {
+			if err := add("GPUAdmit "+p+" (per call)", "scheduler_plugin_execution_duration_seconds",
+				map[string]string{"plugin": "GPUAdmit", "extension_point": p}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, p := range cyclePoints {
+		if err := add(p+", all plugins (per pod)", "scheduler_framework_extension_point_duration_seconds",
+			map[string]string{"extension_point": p, "profile": r.s.name}); err != nil {
+			return nil, err
+		}
+	}
+	if err := add("scheduling algorithm (per pod)", "scheduler_scheduling_algorithm_duration_seconds", nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func timingOf(label string, h admission.Histogram) Timing {
+	t := Timing{Metric: label, Samples: h.Count, MeanMs: 1000 * h.Sum / h.Count,
+		P50Ms: 1000 * h.Interpolated(0.5), P99Ms: 1000 * h.Interpolated(0.99), P99Bound: 1000 * h.Bound(0.99)}
+	if math.IsInf(t.P99Bound, 1) {
+		t.P99Bound = -1
+	}
+	return t
+}
+
+// insecure reads the scheduler's own serving certificate, self-signed.
+var insecure = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a local component's self-signed certificate
+}}
+
+// get returns the body of a 200 response from url.
+func get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := insecure.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, b)
+	}
+	return b, nil
+}

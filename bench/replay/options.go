@@ -1,0 +1,90 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/bench/admission"
+)
+
+// Options configure Run. The zero value replays the default workload,
+// seed 0, on every node of the trace, every configuration, from inside the
+// repository; Trace is required.
+type Options struct {
+	// Trace is the openb trace directory. Required.
+	Trace string
+	// Workload names the pod list; empty means "default".
+	Workload string
+	// Seed seeds the workload's resampling and shuffle and the simulator's
+	// node order for ties. Default 0; the study uses 42…51.
+	Seed uint64
+	// Nodes keeps a seeded sample of that many of the trace's nodes, the
+	// workload inflated against their capacity; zero means all 1,213.
+	Nodes int
+	// Configs are the configurations to replay; nil means Configurations.
+	Configs []string
+	// Root is the repository root; empty means the directory holding
+	// go.mod, searched upwards from the working directory.
+	Root string
+	// BinDir holds the control-plane binaries; empty means
+	// $GPUADMIT_E2E_BIN, else <Root>/test/e2e/.bin/v1.37.0.
+	BinDir string
+	// Scheduler is the gpuadmit-scheduler binary; empty means
+	// $GPUADMIT_SCHEDULER_BIN, else one built from <Root>/scheduler.
+	Scheduler string
+	// LogDir keeps the components' logs, a directory per configuration;
+	// empty means a temporary directory, removed when the run succeeds.
+	LogDir string
+	// Timeout bounds each configuration's scheduling, from the first pod
+	// created to the last settled; zero means 9 minutes.
+	Timeout time.Duration
+	// Progress receives a line per step; nil means none.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Trace == "" {
+		return fmt.Errorf("no trace directory")
+	}
+	if o.Workload == "" {
+		o.Workload = "default"
+	}
+	if len(o.Configs) == 0 {
+		o.Configs = slices.Clone(Configurations)
+	}
+	for _, c := range o.Configs {
+		if !slices.Contains(Configurations, c) {
+			return fmt.Errorf("configuration %q: want one of %v", c, Configurations)
+		}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 9 * time.Minute
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Root == "" {
+		root, err := admission.ModuleRoot()
+		if err != nil {
+			return err
+		}
+		o.Root = root
+	}
+	if o.BinDir == "" {
+		o.BinDir = os.Getenv("GPUADMIT_E2E_BIN")
+	}
+	if o.BinDir == "" {
+		o.BinDir = filepath.Join(o.Root, "test/e2e/.bin/v1.37.0")
+	}
+	if _, err := os.Stat(filepath.Join(o.BinDir, "kube-apiserver")); err != nil {
+		return fmt.Errorf("control-plane binaries missing in %s (run hack/e2e-binaries.sh): %w", o.BinDir, err)
+	}
+	if o.Scheduler == "" {
+		o.Scheduler = os.Getenv("GPUADMIT_SCHEDULER_BIN")
+	}
+	return nil
+}

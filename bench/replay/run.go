@@ -1,0 +1,227 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/bench/admission"
+	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
+)
+
+// Run simulates the workload, then replays it through every configuration,
+// each on a fresh control plane, and returns the report. It fails on a
+// broken setup, never on a number.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime; the components log to their files
+	w, err := LoadWorkload(o.Trace, o.Workload, o.Seed, o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	rep := newReport(o, w)
+	progress(o, "simulating %s on %d nodes, %d pods to 100%% arrived", SimPolicies, len(w.Nodes), len(w.Pods))
+	if rep.Simulated, err = Simulate(w, o.Seed, SimPolicies); err != nil {
+		return nil, err
+	}
+	logDir, cleanup, err := logDirOf(o.LogDir)
+	if err != nil {
+		return nil, err
+	}
+	for _, config := range o.Configs {
+		s, err := schedulerConfig(config, o.Root)
+		if err != nil {
+			return nil, err
+		}
+		if s.gpuadmit && o.Scheduler == "" {
+			if o.Scheduler, err = buildScheduler(o.Root, logDir); err != nil {
+				return nil, err
+			}
+		}
+		r, err := replayOne(ctx, o, w, s, filepath.Join(logDir, config))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (logs in %s)", config, err, logDir)
+		}
+		rep.Replayed = append(rep.Replayed, r)
+	}
+	rep.Finished, rep.Machine.LoadAfter = time.Now().UTC(), admission.LoadAvg()
+	cleanup()
+	return rep, nil
+}
+
+func progress(o Options, format string, args ...any) {
+	fmt.Fprintf(o.Progress, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func logDirOf(dir string) (string, func(), error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	dir, err := os.MkdirTemp("", "gpuadmit-bench-replay-")
+	return dir, func() { os.RemoveAll(dir) }, err
+}
+
+// buildScheduler builds gpuadmit-scheduler from the scheduler module.
+func buildScheduler(root, dir string) (string, error) {
+	bin := filepath.Join(dir, "gpuadmit-scheduler")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gpuadmit-scheduler")
+	build.Dir = filepath.Join(root, "scheduler")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build gpuadmit-scheduler: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// replay is one configuration's run in progress.
+type replay struct {
+	o       Options
+	w       Workload
+	s       scheduler
+	cl      *cluster.Cluster
+	cs      kubernetes.Interface
+	metrics string // the scheduler's /metrics URL
+}
+
+// replayOne starts a control plane with w's nodes, the scheduler s, and
+// replays w's pods through it.
+func replayOne(ctx context.Context, o Options, w Workload, s scheduler, logDir string) (Replayed, error) {
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return Replayed{}, err
+	}
+	progress(o, "%s: starting the control plane (logs in %s)", s.config, logDir)
+	cl, err := cluster.Start(ctx, cluster.Options{BinDir: o.BinDir, Root: o.Root, LogDir: logDir,
+		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok", "webhook"}})
+	if err != nil {
+		return Replayed{}, err
+	}
+	defer cl.Stop()
+	r := &replay{o: o, w: w, s: s, cl: cl}
+	if r.cs, err = kubernetes.NewForConfig(cl.Config); err != nil {
+		return Replayed{}, err
+	}
+	if err := r.setup(ctx); err != nil {
+		return Replayed{}, fmt.Errorf("step setup: %w", err)
+	}
+	if err := r.startScheduler(ctx); err != nil {
+		return Replayed{}, fmt.Errorf("step scheduler: %w", err)
+	}
+	return r.run(ctx)
+}
+
+// setup creates gpuadmit's DeviceClasses, the namespace, the nodes with
+// their ResourceSlices and every pod's claim.
+func (r *replay) setup(ctx context.Context) error {
+	if err := r.cl.Apply(ctx, filepath.Join(r.o.Root, "deploy/dra/deviceclasses.yaml")); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := r.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "default"}}
+	if _, err := r.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	progress(r.o, "%s: adding %d nodes and their ResourceSlices", r.s.config, len(r.w.Nodes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, n := range r.w.Nodes {
+		g.Go(func() error {
+			if err := r.cl.AddNode(gctx, Node(n)); err != nil {
+				return err
+			}
+			if s := Slice(n); s != nil {
+				if _, err := r.cs.ResourceV1().ResourceSlices().Create(gctx, s, metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("create slice of %s: %w", n.Name, err)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	progress(r.o, "%s: creating the claims of %d pods", r.s.config, len(r.w.Pods))
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, p := range r.w.Pods {
+		c := Claim(PodName(i, p), p)
+		if c == nil {
+			continue
+		}
+		g.Go(func() error {
+			_, err := r.cs.ResourceV1().ResourceClaims(Namespace).Create(gctx, c, metav1.CreateOptions{})
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// startScheduler runs the configuration's scheduler with a metrics port
+// that serves /metrics to anyone, and waits until it is ready.
+func (r *replay) startScheduler(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	bin, user := filepath.Join(r.o.BinDir, "kube-scheduler"), "system:kube-scheduler"
+	if r.s.gpuadmit {
+		bin, user = r.o.Scheduler, "system:serviceaccount:gpuadmit-system:gpuadmit-scheduler"
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	r.metrics = "https://" + addr + "/metrics"
+	if err := r.cl.StartScheduler(bin, "scheduler", user, r.s.profile, "--secure-port="+strconv.Itoa(port),
+		"--bind-address=127.0.0.1", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"); err != nil {
+		return err
+	}
+	return until(ctx, 60*time.Second, func() (bool, error) {
+		_, err := get(ctx, "https://"+addr+"/readyz")
+		return err == nil, nil
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// until polls cond every 200ms until it holds, fails, ctx ends or timeout passes.
+func until(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not done after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// errUnsettled is returned when pods are still being scheduled at the deadline.
+var errUnsettled = errors.New("pods still unscheduled at the deadline")

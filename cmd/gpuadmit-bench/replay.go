@@ -1,0 +1,57 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/gpuadmit/gpuadmit/bench/packing"
+	"github.com/gpuadmit/gpuadmit/bench/replay"
+)
+
+// replayCmd replays a trace workload through a real kube-apiserver and
+// scheduler, for each scheduler configuration.
+func replayCmd() *cobra.Command {
+	o := replay.Options{Trace: "../shared/data/openb", Workload: "default", Seed: 42}
+	var out, checksums string
+	cmd := &cobra.Command{
+		Use:   "replay [--workload default] [--seed 42] [--nodes N] [--configs default,mostallocated,gpuadmit] [--out DIR]",
+		Short: "Replay a trace workload through a real kube-apiserver and scheduler and compare unallocated GPU with the simulator",
+		Long: "Start etcd and kube-apiserver (test/e2e/.bin) once per scheduler configuration, add the trace's nodes\n" +
+			"as fake nodes with gpuadmit's DRA ResourceSlices, create the workload's claims and pods one by one in\n" +
+			"trace order up to 100% arrived, and read back where each pod and share went: unallocated GPU % as\n" +
+			"bench packing counts it, next to the simulator's figures for the same pods. Configurations: default\n" +
+			"(stock kube-scheduler), mostallocated (stock, NodeResourcesFit MostAllocated with the GPU resource),\n" +
+			"gpuadmit (gpuadmit-scheduler, deploy/scheduler's profile). Prints markdown; --out also writes\n" +
+			"results.json and summary.md. bench/replay/doc.go says how pods and GPUs are represented.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := verifyTrace(o.Trace, checksums, packing.TraceFiles("", o.Workload)); err != nil {
+				return err
+			}
+			o.Progress = cmd.ErrOrStderr()
+			rep, err := replay.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				if err := rep.WriteFiles(out); err != nil {
+					return err
+				}
+			}
+			rep.Markdown(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Trace, "trace", o.Trace, "openb trace directory (relative to the working directory)")
+	f.StringVar(&checksums, "checksums", "", checksumsUsage)
+	f.StringVar(&o.Workload, "workload", o.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
+	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the workload resampling and of the simulator's tie order")
+	f.IntVar(&o.Nodes, "nodes", 0, "replay on a seeded sample of this many of the trace's nodes (0: all 1,213)")
+	f.StringSliceVar(&o.Configs, "configs", replay.Configurations, "scheduler configurations: default, mostallocated, gpuadmit")
+	f.StringVar(&out, "out", "", "directory for results.json and summary.md")
+	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
+	f.StringVar(&o.Scheduler, "scheduler", "", "gpuadmit-scheduler binary (default: $GPUADMIT_SCHEDULER_BIN, else built from scheduler/)")
+	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
+	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each configuration's scheduling (default 9m)")
+	return cmd
+}
