@@ -9,7 +9,10 @@
 // kube-apiserver v1.37 (test/e2e/cluster), the scheduler under test and
 // nothing else (no controller-manager, no kwok, no gpuadmit webhook: pods
 // are created as the bench writes them and bound pods never run; the
-// scheduler does not care whether a kubelet reports). Configurations:
+// scheduler does not care whether a kubelet reports). Every scheduler runs
+// without leader election and with its client's rate limits raised from
+// 50 to 2,000 queries per second (see clientQPS), which changes how fast
+// pods are bound, not where. Configurations:
 //
 //   - default: the stock kube-scheduler, default profile (it scores a
 //     sample of 50 − ⌊nodes/125⌋ percent of the feasible nodes).

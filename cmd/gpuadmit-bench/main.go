@@ -1,6 +1,7 @@
 // Command gpuadmit-bench runs gpuadmit's benchmarks: the admission latency
-// study on a real control plane (`admission`) and the packing study on the
-// Alibaba openb trace (`packing` for one run, `study` for all of them). It is
+// study on a real control plane (`admission`), the packing study on the
+// Alibaba openb trace (`packing` for one run, `study` for all of them), and
+// the trace replayed through a real scheduler (`replay`). It is
 // apart from the user's command line, gpuadmit, so that gpuadmit links no
 // benchmark harness, control-plane test code or plotting library.
 package main
