@@ -98,7 +98,7 @@ func (r *Report) Markdown(w io.Writer) {
 		if len(x.Timings) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "\nTimings of %s (ms; quantiles interpolated in the histogram's buckets, p99 bound = the bucket bound it lies under):\n\n", x.SchedulerName)
+		fmt.Fprintf(w, "\nTimings of %s (%s; ms; quantiles interpolated in the histogram's buckets, p99 bound = the bucket bound it lies under):\n\n", x.Config, x.SchedulerName)
 		fmt.Fprintln(w, "| metric | samples | mean | p50 | p99 | p99 bound |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 		for _, t := range x.Timings {
