@@ -13,7 +13,8 @@ import (
 
 // Options configure Run. The zero value runs the full study from inside the
 // repository: levels 10, 50 and 200, 3,000 pods per configuration and level
-// in three rounds, 1,000 nodes, all four configurations.
+// in three rounds, 1,000 nodes, all four configurations, gpuadmit built
+// from the repository.
 type Options struct {
 	// Levels are the numbers of concurrent clients; nil means 10, 50, 200.
 	Levels []int
@@ -37,6 +38,10 @@ type Options struct {
 	// OPA is the opa binary; empty means $GPUADMIT_TOOLS/opa, else
 	// <Root>/.bin/tools/opa (hack/tools.sh installs it there), else opa on $PATH.
 	OPA string
+	// WebhookBinary is a built cmd/webhook, which runs gpuadmit as its own
+	// process; empty means Run builds <Root>/cmd/webhook into the log
+	// directory as "gpuadmit" (so /proc names the process so).
+	WebhookBinary string
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.
 	LogDir string
@@ -45,7 +50,7 @@ type Options struct {
 	// Events for denials, warnings and fallbacks only.
 	PodEvents bool
 	// ProfileDir, when set, receives a CPU profile of this process (the
-	// clients, gpuadmit's and the no-op webhook) for every measured round,
+	// clients; the webhooks are processes of their own) for every measured round,
 	// cpu-<config>-<level>-r<round>.pprof; empty profiles nothing.
 	ProfileDir string
 	// Progress receives a line per step and run; nil means none.

@@ -249,6 +249,10 @@ func (r *Report) Markdown(w io.Writer) {
 			fmt.Fprintln(w, head+"| – | – | – | – |")
 		}
 		for _, s := range res.Server {
+			if s.Count == 0 {
+				fmt.Fprintf(w, "%s| %s (%s) | – | none observed | – |\n", head, s.Metric, s.Buckets)
+				continue
+			}
 			est := "–"
 			if s.Buckets == "classic" {
 				est = fmt.Sprintf("%.2f", s.P99EstMs)
@@ -259,7 +263,7 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintln(w)
 	r.targets(w)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CPU milliseconds per created pod, by process (bench: the clients, gpuadmit's and the no-op webhook):")
+	fmt.Fprintln(w, "CPU milliseconds per created pod, by process (bench: the clients only; gpuadmit, noop-webhook and opa are the webhook servers' own processes):")
 	fmt.Fprintln(w)
 	r.cpuTable(w)
 }
