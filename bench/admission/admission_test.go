@@ -45,10 +45,11 @@ func serveNoop(args []string) int {
 // 50 nodes) on the real control plane, gpuadmit and the no-op webhook as
 // processes of their own: every configuration creates its pods without an
 // error, gpuadmit and OPA mutate every pod, every pod shape comes out of
-// OPA as it comes out of gpuadmit, and each webhook server's metrics and CPU
-// time are read from its process. It needs the binaries `make
-// test` builds; without them it is skipped, unless GPUADMIT_REQUIRE_E2E
-// (control plane) or GPUADMIT_REQUIRE_TOOLS=1 (opa) asks for a failure.
+// OPA as it comes out of gpuadmit, each webhook server's metrics and CPU
+// time are read from its process, and gpuadmit's memo counts a lookup per
+// pod. It needs the binaries `make test` builds; without them it is
+// skipped, unless GPUADMIT_REQUIRE_E2E (control plane) or
+// GPUADMIT_REQUIRE_TOOLS=1 (opa) asks for a failure.
 func TestSmoke(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -97,6 +98,9 @@ func TestSmoke(t *testing.T) {
 		}
 		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
 			t.Errorf("%s: CPU by process %v, want the time of its own process, %s", r.Config, r.CPU.MsPerPod, proc)
+		}
+		if r.Config == Gpuadmit && (r.Memo == nil || r.Memo.Hits+r.Memo.Misses < float64(r.Pods)) {
+			t.Errorf("gpuadmit: memo lookups %+v, want at least one per pod (%d)", r.Memo, r.Pods)
 		}
 	}
 	if len(rep.Equivalence) != len(shapes) {

@@ -14,6 +14,12 @@
 //     gpuadmit's for the benchmark's pods (the kube-mgmt way, with the pools
 //     pushed into OPA's data).
 //
+// The pods come in one of three mixes (Mix): twelve shapes in turn (GPU
+// memory, whole GPUs, HAMi's dialect), one template for all (as a
+// controller's pods, which gpuadmit's decision memo answers after the
+// first), or all different to the policy (the memo never hits). The report
+// counts gpuadmit's memo hits and misses.
+//
 // Every webhook server is a process of its own, as deployed, apart from
 // this one, which holds only the load-generating clients: gpuadmit is the
 // cmd/webhook binary with its flags and its ServiceAccount's credentials

@@ -13,8 +13,8 @@ import (
 
 // Options configure Run. The zero value runs the full study from inside the
 // repository: levels 10, 50 and 200, 3,000 pods per configuration and level
-// in three rounds, 1,000 nodes, all four configurations, gpuadmit built
-// from the repository.
+// in three rounds, 1,000 nodes, all four configurations, the twelve-shape
+// pod mix, gpuadmit built from the repository.
 type Options struct {
 	// Levels are the numbers of concurrent clients; nil means 10, 50, 200.
 	Levels []int
@@ -29,6 +29,9 @@ type Options struct {
 	Nodes int
 	// Configs are the configurations to compare (none, noop, gpuadmit, opa); nil means all four.
 	Configs []string
+	// Mix is how the pods differ (MixShapes, MixTemplate, MixDistinct);
+	// empty means MixShapes.
+	Mix Mix
 	// Root is the repository root (deploy/base is installed from it); empty
 	// means the directory holding go.mod, searched upwards from the working directory.
 	Root string
@@ -78,6 +81,12 @@ func (o *Options) defaults() error {
 		if !slices.Contains(Configurations, c) {
 			return fmt.Errorf("configuration %q: want one of %s", c, strings.Join(Configurations, ", "))
 		}
+	}
+	if o.Mix == "" {
+		o.Mix = MixShapes
+	}
+	if !slices.Contains(Mixes, o.Mix) {
+		return fmt.Errorf("pod mix %q: want one of %s, %s, %s", o.Mix, MixShapes, MixTemplate, MixDistinct)
 	}
 	for _, l := range o.Levels {
 		if l <= 0 {

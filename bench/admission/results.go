@@ -53,6 +53,7 @@ type Settings struct {
 	Nodes        int      `json:"nodes"`
 	Configs      []string `json:"configs"`
 	PodShapes    int      `json:"podShapes"`
+	Mix          Mix      `json:"mix"`       // shapes (PodShapes in turn), template (all alike), distinct (none alike to the policy)
 	PodEvents    bool     `json:"podEvents"` // gpuadmit recorded a GPUAdmitted Event per admitted pod (--pod-events)
 	Sequence     []string `json:"sequence"`  // "level/round/config", in the order they ran
 }
@@ -82,6 +83,8 @@ type Result struct {
 	APIServer *WebhookLatency `json:"apiserver,omitempty"`
 	// Server are the webhook server's own histograms.
 	Server []ServerLatency `json:"server,omitempty"`
+	// Memo is gpuadmit's decision memo over the measured rounds (gpuadmit only).
+	Memo *MemoLookups `json:"memo,omitempty"`
 	// CPU is where the machine's CPU time went while the rounds ran.
 	CPU CPUUse `json:"cpu"`
 	// PostsPerPod are the API server's POST requests per created pod by
@@ -93,6 +96,15 @@ type Result struct {
 	server    map[string]Histogram
 	calls     webhookCounts
 	posts     map[string]float64
+	memo      MemoLookups
+}
+
+// MemoLookups are gpuadmit_decision_memo_lookups_total by result: policy
+// answers reused for a pod that looked, to the policy, like one decided
+// before (hits), and policy evaluations (misses).
+type MemoLookups struct {
+	Hits   float64 `json:"hits"`
+	Misses float64 `json:"misses"`
 }
 
 // Latency is the client's end-to-end Create latency.
@@ -168,6 +180,10 @@ func (r *Result) summarise() {
 			Rejections: r.calls.rejections, WebhookErrors: r.calls.errors,
 		}
 	}
+	if r.Config == Gpuadmit {
+		m := r.memo
+		r.Memo = &m
+	}
 	r.Server = nil
 	for _, metric := range slices.Sorted(maps.Keys(r.server)) {
 		r.Server = append(r.Server, serverLatency(metric, r.server[metric]))
@@ -227,8 +243,10 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
 
-// Markdown writes the results table and the server-side table.
+// Markdown writes the results table, the server-side table, the targets,
+// gpuadmit's memo lookups and the CPU table.
 func (r *Report) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "Pod mix: %s.\n\n", r.mixDescription())
 	fmt.Fprintln(w, "| clients | configuration | pods | errors | mutated | pods/s | p50 ms | p95 ms | p99 ms | max ms | p99 vs noop |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, res := range r.Results {
@@ -263,6 +281,8 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintln(w)
 	r.targets(w)
 	fmt.Fprintln(w)
+	r.memoTable(w)
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "CPU milliseconds per created pod, by process (bench: the clients only; gpuadmit, noop-webhook and opa are the webhook servers' own processes):")
 	fmt.Fprintln(w)
 	r.cpuTable(w)
@@ -294,6 +314,33 @@ func (r *Report) targets(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "| %d | %s | %s | %d %s | %s |\n", level, vsNoop, vsOPA, g.Errors, mark(g.Errors == 0), review)
+	}
+}
+
+// mixDescription says what the pod mix was.
+func (r *Report) mixDescription() string {
+	switch r.Settings.Mix {
+	case MixTemplate:
+		return "template (every pod alike, as one controller's pods)"
+	case MixDistinct:
+		return fmt.Sprintf("distinct (%d shapes in turn, each pod with a label of its own: no two alike to the policy)", r.Settings.PodShapes)
+	}
+	return fmt.Sprintf("shapes (%d pod shapes in turn)", r.Settings.PodShapes)
+}
+
+// memoTable writes gpuadmit's decision memo lookups at every level.
+func (r *Report) memoTable(w io.Writer) {
+	fmt.Fprintln(w, "| clients | gpuadmit memo hits | misses (policy evaluations) | hit rate |")
+	fmt.Fprintln(w, "|---:|---:|---:|---:|")
+	for _, res := range r.Results {
+		if res.Memo == nil {
+			continue
+		}
+		rate := "–"
+		if n := res.Memo.Hits + res.Memo.Misses; n > 0 {
+			rate = fmt.Sprintf("%.0f%%", 100*res.Memo.Hits/n)
+		}
+		fmt.Fprintf(w, "| %d | %.0f | %.0f | %s |\n", res.Level, res.Memo.Hits, res.Memo.Misses, rate)
 	}
 }
 

@@ -46,7 +46,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(), Versions: versions(opts), Settings: Settings{
 		Levels: opts.Levels, PodsPerLevel: opts.Pods / opts.Rounds * opts.Rounds, Rounds: opts.Rounds,
-		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: len(shapes), PodEvents: opts.PodEvents,
+		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: opts.Mix.shapeCount(), Mix: opts.Mix, PodEvents: opts.PodEvents,
 	}}
 	logDir, cleanup, err := logDirOf(opts.LogDir)
 	if err != nil {
@@ -264,7 +264,10 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 		return err
 	}
 	clients := b.clients[:res.Level]
-	load{namespace: Namespace, prefix: "warmup", pods: 2 * res.Level, clients: clients, dryRun: true}.run(ctx)
+	// Warm-up pods are named apart from every other pod of the run, so that
+	// under MixDistinct none looks like a measured pod to gpuadmit's memo.
+	load{namespace: Namespace, prefix: fmt.Sprintf("warmup-%s-%d-r%d", res.Config, res.Level, round),
+		pods: 2 * res.Level, clients: clients, dryRun: true, mix: b.opts.Mix}.run(ctx)
 	before, err := b.scr.snapshot(ctx)
 	if err != nil {
 		return err
@@ -275,7 +278,7 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	}
 	cpuBefore := readCPU()
 	out := load{namespace: Namespace, prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
-		first: round * pods, pods: pods, clients: clients}.run(ctx)
+		first: round * pods, pods: pods, clients: clients, mix: b.opts.Mix}.run(ctx)
 	res.CPU.add(cpuBefore, readCPU())
 	stopProfile()
 	after, err := b.scr.snapshot(ctx)

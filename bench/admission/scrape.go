@@ -29,6 +29,9 @@ var serverMetrics = map[string][]serverMetric{
 	OPA:  {{OPA, "http_request_duration_seconds", map[string]string{"handler": "v0/data"}}},
 }
 
+// memoLookups is gpuadmit's count of decision memo lookups, by result (hit, miss).
+const memoLookups = "gpuadmit_decision_memo_lookups_total"
+
 func (m serverMetric) String() string {
 	s := m.name
 	for k, v := range m.match {
@@ -105,6 +108,15 @@ func (s snapshot) server(m serverMetric) Histogram {
 	return s.servers[m.source].histogram(m.name, m.match)
 }
 
+// memo is gpuadmit's decision memo lookups so far.
+func (s snapshot) memo() MemoLookups {
+	f := s.servers[Gpuadmit]
+	return MemoLookups{
+		Hits:   f.counter(memoLookups, map[string]string{"result": "hit"}, "", ""),
+		Misses: f.counter(memoLookups, map[string]string{"result": "miss"}, "", ""),
+	}
+}
+
 // posts counts the API server's POST requests by resource (pods, events, …).
 func (s snapshot) posts() map[string]float64 {
 	out := map[string]float64{}
@@ -138,5 +150,10 @@ func (r *Result) addDelta(before, after snapshot) {
 	}
 	for _, m := range serverMetrics[r.Config] {
 		r.server[m.String()] = r.server[m.String()].Add(after.server(m).Sub(before.server(m)))
+	}
+	if r.Config == Gpuadmit {
+		a, b := after.memo(), before.memo()
+		r.memo.Hits += a.Hits - b.Hits
+		r.memo.Misses += a.Misses - b.Misses
 	}
 }
