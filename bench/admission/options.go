@@ -45,6 +45,10 @@ type Options struct {
 	// process; empty means Run builds <Root>/cmd/webhook into the log
 	// directory as "gpuadmit" (so /proc names the process so).
 	WebhookBinary string
+	// WebhookPprof, when set, is where gpuadmit's process serves Go's
+	// /debug/pprof, to profile it during a run (go tool pprof
+	// http://ADDR/debug/pprof/profile?seconds=20); empty serves none.
+	WebhookPprof string
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.
 	LogDir string

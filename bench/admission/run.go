@@ -91,7 +91,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	}
 	b.progress("starting the control plane (logs in %s)", logDir)
 	cl, err := cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
-		Skip: []string{"kube-scheduler", "kwok"}, PodEvents: b.opts.PodEvents, WebhookBinary: bin})
+		Skip: []string{"kube-scheduler", "kwok"}, PodEvents: b.opts.PodEvents, WebhookBinary: bin, WebhookPprof: b.opts.WebhookPprof})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	// /proc comm is the file's name. Empty runs it in this process
 	// (webhook.Run, impersonating the ServiceAccount), as the end-to-end tests do.
 	WebhookBinary string
+	// WebhookPprof is where that process serves Go's /debug/pprof (its
+	// --pprof-bind-address), to profile it; empty serves none.
+	WebhookPprof string
 }
 
 // Cluster is a running control plane.

@@ -131,6 +131,9 @@ func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, er
 	if opts.Policies != "" {
 		args = append(args, "--policies="+opts.Policies)
 	}
+	if c.opts.WebhookPprof != "" {
+		args = append(args, "--pprof-bind-address="+c.opts.WebhookPprof)
+	}
 	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
