@@ -44,7 +44,10 @@ bench:
 
 # bench-admission runs the admission latency study (no webhook, a
 # no-op webhook, gpuadmit and OPA at 10, 50 and 200 clients, about five
-# minutes on 2 cores) into docs/benchmarks/admission.
+# minutes on 2 cores) into docs/benchmarks/admission. Each webhook server
+# runs as its own process (gpuadmit is cmd/webhook, built into the log
+# directory); `gpuadmit-bench admission --mix template|distinct` measures
+# pods of one template or pods that all differ.
 bench-admission:
 	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null

@@ -3,18 +3,53 @@ package admission
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
+// TestMain lets the test binary be the no-op webhook too: Run starts its
+// own executable with NoopCommand, as gpuadmit-bench has it.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == NoopCommand {
+		os.Exit(serveNoop(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func serveNoop(args []string) int {
+	var o NoopOptions
+	fs := flag.NewFlagSet(NoopCommand, flag.ContinueOnError)
+	fs.StringVar(&o.Host, "host", "127.0.0.1", "")
+	fs.IntVar(&o.Port, "port", 9443, "")
+	fs.StringVar(&o.CertDir, "cert-dir", "", "")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := ServeNoop(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 // TestSmoke runs the benchmark small (4 clients, 20 pods per configuration,
-// 50 nodes) on the real control plane: every configuration creates its pods
-// without an error, gpuadmit and OPA mutate every pod, and every pod shape
-// comes out of OPA as it comes out of gpuadmit. It needs the binaries `make
-// test` builds; without them it is skipped, unless GPUADMIT_REQUIRE_E2E
-// (control plane) or GPUADMIT_REQUIRE_TOOLS=1 (opa) asks for a failure.
+// 50 nodes) on the real control plane, gpuadmit and the no-op webhook as
+// processes of their own: every configuration creates its pods without an
+// error, gpuadmit and OPA mutate every pod, every pod shape comes out of
+// OPA as it comes out of gpuadmit, each webhook server's metrics and CPU
+// time are read from its process, and gpuadmit's memo counts a lookup per
+// pod. It needs the binaries `make test` builds; without them it is
+// skipped, unless GPUADMIT_REQUIRE_E2E (control plane) or
+// GPUADMIT_REQUIRE_TOOLS=1 (opa) asks for a failure.
 func TestSmoke(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -57,6 +92,15 @@ func TestSmoke(t *testing.T) {
 		}
 		if r.APIServer != nil && (r.APIServer.Calls < float64(r.Pods) || r.APIServer.WebhookErrors != 0) {
 			t.Errorf("%s: the API server counted %v calls and %v failed calls for %d pods", r.Config, r.APIServer.Calls, r.APIServer.WebhookErrors, r.Pods)
+		}
+		if r.Config != None && (len(r.Server) == 0 || r.Server[0].Count < float64(r.Pods)) {
+			t.Errorf("%s: server histograms %+v, want each webhook's own /metrics to count its %d pods", r.Config, r.Server, r.Pods)
+		}
+		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
+			t.Errorf("%s: CPU by process %v, want the time of its own process, %s", r.Config, r.CPU.MsPerPod, proc)
+		}
+		if r.Config == Gpuadmit && (r.Memo == nil || r.Memo.Hits+r.Memo.Misses < float64(r.Pods)) {
+			t.Errorf("gpuadmit: memo lookups %+v, want at least one per pod (%d)", r.Memo, r.Pods)
 		}
 	}
 	if len(rep.Equivalence) != len(shapes) {

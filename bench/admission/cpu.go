@@ -12,35 +12,47 @@ import (
 const clockTicks = 100
 
 // cpuReading is CPU time used so far, in seconds: by this process and each
-// of its children by command name (kube-apiserver, etcd, opa, …), and by the
-// whole machine (busy time of all CPUs, every process of every user).
+// of its children by command name (gpuadmit, noop-webhook, kube-apiserver,
+// etcd, opa, …), and by the whole machine (busy time of all CPUs, every
+// process of every user).
 type cpuReading struct {
 	at      time.Time
 	procs   map[string]float64
 	machine float64
 }
 
-// readCPU reads /proc. This process holds the clients, gpuadmit's webhook
-// and the no-op webhook; its name is reported as "bench".
+// readCPU reads /proc.
 func readCPU() cpuReading {
-	r := cpuReading{at: time.Now(), procs: map[string]float64{}, machine: machineBusy()}
-	self := os.Getpid()
+	r := cpuReading{at: time.Now(), machine: machineBusy()}
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	stats := make([]string, 0, len(paths))
 	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
+		if b, err := os.ReadFile(p); err == nil {
+			stats = append(stats, string(b))
 		}
-		name, pid, ppid, cpu, ok := parseStat(string(b))
+	}
+	r.procs = attribute(os.Getpid(), stats)
+	return r
+}
+
+// attribute sums CPU seconds from /proc/<pid>/stat lines by process: self
+// as "bench" (it holds only the clients: the webhooks are its children),
+// each child of self by its comm (two children of one name add up), and
+// nothing else (the machine's other processes, and the children's own
+// children, which no component here has).
+func attribute(self int, stats []string) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range stats {
+		name, pid, ppid, cpu, ok := parseStat(s)
 		switch {
 		case !ok:
 		case pid == self:
-			r.procs["bench"] += cpu
+			out["bench"] += cpu
 		case ppid == self:
-			r.procs[name] += cpu
+			out[name] += cpu
 		}
 	}
-	return r
+	return out
 }
 
 // parseStat reads comm, pid, ppid and utime+stime (seconds) from /proc/<pid>/stat.
@@ -82,8 +94,9 @@ func machineBusy() float64 {
 // CPUUse is where CPU time went during a result's rounds.
 type CPUUse struct {
 	// MsPerPod is CPU milliseconds per created pod by process: bench (this
-	// process: the clients, gpuadmit's and the no-op webhook), kube-apiserver,
-	// etcd, opa, kube-controller-manager.
+	// process: the clients only), gpuadmit (cmd/webhook), noop-webhook,
+	// kube-apiserver, etcd, opa, kube-controller (comm's 15 characters of
+	// kube-controller-manager).
 	MsPerPod map[string]float64 `json:"msPerPod"`
 	// OtherCores is the average number of CPUs busy with everything else on
 	// the machine (other users' work): the background noise.

@@ -40,6 +40,7 @@ type load struct {
 	namespace string
 	prefix    string // pod names are <prefix>-<index>
 	first     int    // index of the first pod, which picks its shape
+	mix       Mix
 	pods      int
 	clients   []kubernetes.Interface
 	dryRun    bool
@@ -75,7 +76,7 @@ func (l load) run(ctx context.Context) outcome {
 				if i >= l.pods || ctx.Err() != nil {
 					break
 				}
-				p := Pod(l.namespace, fmt.Sprintf("%s-%05d", l.prefix, i), l.first+i)
+				p := l.mix.Pod(l.namespace, fmt.Sprintf("%s-%05d", l.prefix, i), l.first+i)
 				t := time.Now()
 				got, err := cs.CoreV1().Pods(l.namespace).Create(ctx, p, opts)
 				d := time.Since(t)

@@ -2,14 +2,18 @@ package admission
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"slices"
 	"sort"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // families are one scrape's metric families by name.
@@ -32,18 +36,34 @@ func HistogramOf(text []byte, name string, match map[string]string) (Histogram, 
 	return f.histogram(name, match), nil
 }
 
-// gatherLocal reads this process's controller-runtime registry, where
-// gpuadmit's webhook and the no-op server (both in process) record.
-func gatherLocal() (families, error) {
-	mfs, err := metrics.Registry.Gather()
+// scrape reads a webhook process's /metrics in the protobuf exposition,
+// the one that carries native histograms (controller-runtime's webhook
+// latency); the text exposition would give only its classic buckets.
+func scrape(ctx context.Context, url string) (families, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read %s: %s", url, resp.Status)
+	}
+	dec := expfmt.NewDecoder(resp.Body, expfmt.ResponseFormat(resp.Header))
 	out := families{}
-	for _, mf := range mfs {
+	for {
+		mf := &dto.MetricFamily{}
+		if err := dec.Decode(mf); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("read %s: %w", url, err)
+		}
 		out[mf.GetName()] = mf
 	}
-	return out, nil
 }
 
 // matching returns the metrics of a family whose labels include match.

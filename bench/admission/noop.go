@@ -5,19 +5,47 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
-	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // NoopPath is where the no-op webhook serves.
 const NoopPath = "/noop-v1-pod"
+
+// NoopCommand is the subcommand of the benchmark's executable that runs
+// ServeNoop; Run starts the no-op webhook as that executable (through a
+// symlink of this name, so /proc tells it from the clients) with
+// NoopOptions.Args. gpuadmit-bench has it, hidden; this package's tests
+// dispatch it in TestMain.
+const NoopCommand = "noop-webhook"
+
+// NoopOptions configure ServeNoop.
+type NoopOptions struct {
+	// Host and Port are where the webhook listens.
+	Host string
+	Port int
+	// CertDir holds tls.crt and tls.key.
+	CertDir string
+	// MetricsAddr serves controller-runtime's /metrics; "0" disables it.
+	MetricsAddr string
+}
+
+// Args are the command-line arguments of NoopCommand for o.
+func (o NoopOptions) Args() []string {
+	return []string{NoopCommand, "--host=" + o.Host, fmt.Sprintf("--port=%d", o.Port),
+		"--cert-dir=" + o.CertDir, "--metrics-bind-address=" + o.MetricsAddr}
+}
 
 // noop decodes the pod, as any webhook that looks at pods must, and allows it unchanged.
 type noop struct{ decoder cradmission.Decoder }
@@ -32,33 +60,37 @@ func (n *noop) Handle(_ context.Context, req cradmission.Request) cradmission.Re
 	return cradmission.Allowed("")
 }
 
-// startNoop serves the no-op webhook on its own controller-runtime
-// webhook.Server, set up as gpuadmit's (pkg/webhook): the same certificate
+// ServeNoop is the no-op webhook process: a controller-runtime
+// webhook.Server set up as gpuadmit's (pkg/webhook): the same certificate
 // directory read through a certwatcher, the same TLS defaults, the handler
-// wrapped in admission.Webhook with RecoverPanic. It stops when ctx ends.
-func startNoop(ctx context.Context, host string, port int, certDir string) (<-chan error, error) {
+// wrapped in admission.Webhook with RecoverPanic; and controller-runtime's
+// metrics server, as gpuadmit serves it (controller_runtime_webhook_latency_seconds).
+// It logs to stderr and serves until ctx ends.
+func ServeNoop(ctx context.Context, o NoopOptions) error {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
+		return err
 	}
-	cw, err := certwatcher.New(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
+	cw, err := certwatcher.New(filepath.Join(o.CertDir, "tls.crt"), filepath.Join(o.CertDir, "tls.key"))
 	if err != nil {
-		return nil, fmt.Errorf("serving certificate in %s: %w", certDir, err)
+		return fmt.Errorf("serving certificate in %s: %w", o.CertDir, err)
 	}
 	srv := webhook.NewServer(webhook.Options{
-		Host: host, Port: port, CertDir: certDir,
+		Host: o.Host, Port: o.Port, CertDir: o.CertDir,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = cw.GetCertificate }},
 	})
 	recoverPanic := true
 	srv.Register(NoopPath, &cradmission.Webhook{Handler: &noop{decoder: cradmission.NewDecoder(scheme)}, RecoverPanic: &recoverPanic})
-	done := make(chan error, 2)
-	go func() { done <- cw.Start(ctx) }()
-	go func() { done <- srv.Start(ctx) }()
-	check := srv.StartedChecker()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if check(&http.Request{}) == nil {
-			return done, nil
-		}
+	metrics, err := metricsserver.NewServer(metricsserver.Options{BindAddress: o.MetricsAddr}, nil, nil)
+	if err != nil {
+		return err
 	}
-	return done, fmt.Errorf("no-op webhook not serving on %s:%d after 10s", host, port)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return cw.Start(gctx) })
+	g.Go(func() error { return srv.Start(gctx) })
+	if metrics != nil {
+		g.Go(func() error { return metrics.Start(gctx) })
+	}
+	return g.Wait()
 }

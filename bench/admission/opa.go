@@ -136,18 +136,22 @@ func (s *opaServer) put(ctx context.Context, path string, doc any) error {
 	return nil
 }
 
-// metrics returns OPA's Prometheus text.
-func (s *opaServer) metrics(ctx context.Context) ([]byte, error) {
+// families reads OPA's /metrics (Prometheus text).
+func (s *opaServer) families(ctx context.Context) (families, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
 	if err != nil {
 		return nil, err
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read OPA's /metrics: %w", err)
 	}
 	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read OPA's /metrics: %w", err)
+	}
+	return parseText(raw)
 }
 
 func (s *opaServer) stop() {

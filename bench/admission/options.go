@@ -13,7 +13,8 @@ import (
 
 // Options configure Run. The zero value runs the full study from inside the
 // repository: levels 10, 50 and 200, 3,000 pods per configuration and level
-// in three rounds, 1,000 nodes, all four configurations.
+// in three rounds, 1,000 nodes, all four configurations, the twelve-shape
+// pod mix, gpuadmit built from the repository.
 type Options struct {
 	// Levels are the numbers of concurrent clients; nil means 10, 50, 200.
 	Levels []int
@@ -28,6 +29,9 @@ type Options struct {
 	Nodes int
 	// Configs are the configurations to compare (none, noop, gpuadmit, opa); nil means all four.
 	Configs []string
+	// Mix is how the pods differ (MixShapes, MixTemplate, MixDistinct);
+	// empty means MixShapes.
+	Mix Mix
 	// Root is the repository root (deploy/base is installed from it); empty
 	// means the directory holding go.mod, searched upwards from the working directory.
 	Root string
@@ -37,6 +41,14 @@ type Options struct {
 	// OPA is the opa binary; empty means $GPUADMIT_TOOLS/opa, else
 	// <Root>/.bin/tools/opa (hack/tools.sh installs it there), else opa on $PATH.
 	OPA string
+	// WebhookBinary is a built cmd/webhook, which runs gpuadmit as its own
+	// process; empty means Run builds <Root>/cmd/webhook into the log
+	// directory as "gpuadmit" (so /proc names the process so).
+	WebhookBinary string
+	// WebhookPprof, when set, is where gpuadmit's process serves Go's
+	// /debug/pprof, to profile it during a run (go tool pprof
+	// http://ADDR/debug/pprof/profile?seconds=20); empty serves none.
+	WebhookPprof string
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.
 	LogDir string
@@ -45,7 +57,7 @@ type Options struct {
 	// Events for denials, warnings and fallbacks only.
 	PodEvents bool
 	// ProfileDir, when set, receives a CPU profile of this process (the
-	// clients, gpuadmit's and the no-op webhook) for every measured round,
+	// clients; the webhooks are processes of their own) for every measured round,
 	// cpu-<config>-<level>-r<round>.pprof; empty profiles nothing.
 	ProfileDir string
 	// Progress receives a line per step and run; nil means none.
@@ -73,6 +85,12 @@ func (o *Options) defaults() error {
 		if !slices.Contains(Configurations, c) {
 			return fmt.Errorf("configuration %q: want one of %s", c, strings.Join(Configurations, ", "))
 		}
+	}
+	if o.Mix == "" {
+		o.Mix = MixShapes
+	}
+	if !slices.Contains(Mixes, o.Mix) {
+		return fmt.Errorf("pod mix %q: want one of %s, %s, %s", o.Mix, MixShapes, MixTemplate, MixDistinct)
 	}
 	for _, l := range o.Levels {
 		if l <= 0 {

@@ -62,6 +62,52 @@ func Pod(namespace, name string, i int) *corev1.Pod {
 	return p
 }
 
+// Mix is how a run's pods differ from one another, the value of Options.Mix.
+type Mix string
+
+// The pod mixes. Pods of one template are what controllers create (a
+// Deployment's, a Job's, a StatefulSet's pods), and what gpuadmit's
+// decision memo serves after the first; pods that all differ in what the
+// policy reads are its worst case, every one decided afresh.
+const (
+	// MixShapes is the default: pod i takes shapes[i%len(shapes)], twelve
+	// templates in turn.
+	MixShapes Mix = "shapes"
+	// MixTemplate gives every pod the first shape, as one template.
+	MixTemplate Mix = "template"
+	// MixDistinct is MixShapes with a label that holds the pod's name
+	// (DistinctLabel), so no two pods look alike to the policy.
+	MixDistinct Mix = "distinct"
+)
+
+// Mixes are all of them.
+var Mixes = []Mix{MixShapes, MixTemplate, MixDistinct}
+
+// DistinctLabel is the label MixDistinct sets to each pod's name. Pod names
+// are unique within a run, warm-up pods' included.
+const DistinctLabel = "bench.gpuadmit.io/pod"
+
+// Pod is benchmark pod i of the mix, named name.
+func (m Mix) Pod(namespace, name string, i int) *corev1.Pod {
+	switch m {
+	case MixTemplate:
+		return Pod(namespace, name, 0)
+	case MixDistinct:
+		p := Pod(namespace, name, i)
+		p.Labels[DistinctLabel] = name
+		return p
+	}
+	return Pod(namespace, name, i)
+}
+
+// shapeCount is how many pod shapes the mix uses.
+func (m Mix) shapeCount() int {
+	if m == MixTemplate {
+		return 1
+	}
+	return len(shapes)
+}
+
 // String names the shape: its GPU limits and hints.
 func (s shape) String() string {
 	parts := make([]string, 0, len(s.gpu)+2)

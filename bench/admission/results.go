@@ -2,14 +2,11 @@ package admission
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -53,6 +50,7 @@ type Settings struct {
 	Nodes        int      `json:"nodes"`
 	Configs      []string `json:"configs"`
 	PodShapes    int      `json:"podShapes"`
+	Mix          Mix      `json:"mix"`       // shapes (PodShapes in turn), template (all alike), distinct (none alike to the policy)
 	PodEvents    bool     `json:"podEvents"` // gpuadmit recorded a GPUAdmitted Event per admitted pod (--pod-events)
 	Sequence     []string `json:"sequence"`  // "level/round/config", in the order they ran
 }
@@ -82,6 +80,8 @@ type Result struct {
 	APIServer *WebhookLatency `json:"apiserver,omitempty"`
 	// Server are the webhook server's own histograms.
 	Server []ServerLatency `json:"server,omitempty"`
+	// Memo is gpuadmit's decision memo over the measured rounds (gpuadmit only).
+	Memo *MemoLookups `json:"memo,omitempty"`
 	// CPU is where the machine's CPU time went while the rounds ran.
 	CPU CPUUse `json:"cpu"`
 	// PostsPerPod are the API server's POST requests per created pod by
@@ -93,6 +93,15 @@ type Result struct {
 	server    map[string]Histogram
 	calls     webhookCounts
 	posts     map[string]float64
+	memo      MemoLookups
+}
+
+// MemoLookups are gpuadmit_decision_memo_lookups_total by result: policy
+// answers reused for a pod that looked, to the policy, like one decided
+// before (hits), and policy evaluations (misses).
+type MemoLookups struct {
+	Hits   float64 `json:"hits"`
+	Misses float64 `json:"misses"`
 }
 
 // Latency is the client's end-to-end Create latency.
@@ -168,6 +177,10 @@ func (r *Result) summarise() {
 			Rejections: r.calls.rejections, WebhookErrors: r.calls.errors,
 		}
 	}
+	if r.Config == Gpuadmit {
+		m := r.memo
+		r.Memo = &m
+	}
 	r.Server = nil
 	for _, metric := range slices.Sorted(maps.Keys(r.server)) {
 		r.Server = append(r.Server, serverLatency(metric, r.server[metric]))
@@ -226,118 +239,6 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) / 1000 }
-
-// Markdown writes the results table and the server-side table.
-func (r *Report) Markdown(w io.Writer) {
-	fmt.Fprintln(w, "| clients | configuration | pods | errors | mutated | pods/s | p50 ms | p95 ms | p99 ms | max ms | p99 vs noop |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	for _, res := range r.Results {
-		fmt.Fprintf(w, "| %d | %s | %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %s |\n",
-			res.Level, res.Config, res.Pods, res.Errors, res.Mutated, res.Throughput,
-			res.Latency.P50Ms, res.Latency.P95Ms, res.Latency.P99Ms, res.Latency.MaxMs, r.versusNoop(res))
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| clients | webhook | calls/pod | apiserver mean ms | apiserver p50/p95/p99 ≤ ms | server histogram | server mean ms | server p50/p95/p99 ≤ ms | server p99 est. ms |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---|---|---:|---|---:|")
-	for _, res := range r.Results {
-		if res.APIServer == nil {
-			continue
-		}
-		a := res.APIServer
-		head := fmt.Sprintf("| %d | %s | %.2f | %.2f | %s / %s / %s ", res.Level, res.Config, a.CallsPerPod, a.MeanMs, bound(a.P50LeMs), bound(a.P95LeMs), bound(a.P99LeMs))
-		if len(res.Server) == 0 {
-			fmt.Fprintln(w, head+"| – | – | – | – |")
-		}
-		for _, s := range res.Server {
-			est := "–"
-			if s.Buckets == "classic" {
-				est = fmt.Sprintf("%.2f", s.P99EstMs)
-			}
-			fmt.Fprintf(w, "%s| %s (%s) | %.2f | %s / %s / %s | %s |\n", head, s.Metric, s.Buckets, s.MeanMs, bound(s.P50LeMs), bound(s.P95LeMs), bound(s.P99LeMs), est)
-		}
-	}
-	fmt.Fprintln(w)
-	r.targets(w)
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "CPU milliseconds per created pod, by process (bench: the clients, gpuadmit's and the no-op webhook):")
-	fmt.Fprintln(w)
-	r.cpuTable(w)
-}
-
-// targets checks the study's targets for gpuadmit at every level: client p99
-// within 10% of the no-op webhook's and at or below OPA's, no errors, and a
-// server-side review p99 under 2 ms (histogram_quantile's estimate).
-func (r *Report) targets(w io.Writer) {
-	fmt.Fprintln(w, "| clients | gpuadmit p99 vs noop (≤ +10%) | gpuadmit p99 vs opa (≤ 1.00×) | errors (0) | review p99 est. (< 2 ms) |")
-	fmt.Fprintln(w, "|---:|---|---|---|---|")
-	for _, level := range r.Settings.Levels {
-		g, n, o := r.result(Gpuadmit, level), r.result(Noop, level), r.result(OPA, level)
-		if g == nil {
-			continue
-		}
-		vsNoop, vsOPA, review := "–", "–", "–"
-		if n != nil && n.Latency.P99Ms > 0 {
-			d := 100 * (g.Latency.P99Ms/n.Latency.P99Ms - 1)
-			vsNoop = fmt.Sprintf("%+.0f%% %s", d, mark(d <= 10))
-		}
-		if o != nil && o.Latency.P99Ms > 0 {
-			x := g.Latency.P99Ms / o.Latency.P99Ms
-			vsOPA = fmt.Sprintf("%.2f× %s", x, mark(x <= 1))
-		}
-		for _, s := range g.Server {
-			if strings.HasPrefix(s.Metric, "gpuadmit_webhook_review_duration_seconds") {
-				review = fmt.Sprintf("%.2f ms %s", s.P99EstMs, mark(s.P99EstMs < 2))
-			}
-		}
-		fmt.Fprintf(w, "| %d | %s | %s | %d %s | %s |\n", level, vsNoop, vsOPA, g.Errors, mark(g.Errors == 0), review)
-	}
-}
-
-func mark(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "missed"
-}
-
-// cpuTable writes CPU milliseconds per pod by process, and the other users' load.
-func (r *Report) cpuTable(w io.Writer) {
-	procs := map[string]bool{}
-	for _, res := range r.Results {
-		for p := range res.CPU.MsPerPod {
-			procs[p] = true
-		}
-	}
-	names := slices.Sorted(maps.Keys(procs))
-	fmt.Fprintf(w, "| clients | configuration | %s | total | Events posted per pod | other users' CPUs busy |\n", strings.Join(names, " | "))
-	fmt.Fprintf(w, "|---:|---|%s---:|---:|---:|\n", strings.Repeat("---:|", len(names)))
-	for _, res := range r.Results {
-		var total float64
-		fmt.Fprintf(w, "| %d | %s |", res.Level, res.Config)
-		for _, p := range names {
-			total += res.CPU.MsPerPod[p]
-			fmt.Fprintf(w, " %.2f |", res.CPU.MsPerPod[p])
-		}
-		fmt.Fprintf(w, " %.2f | %.2f | %.2f |\n", total, res.PostsPerPod["events"], res.CPU.OtherCores)
-	}
-}
-
-// versusNoop is the result's client p99 relative to the no-op webhook's at the same level.
-func (r *Report) versusNoop(res Result) string {
-	for _, o := range r.Results {
-		if o.Config == Noop && o.Level == res.Level && o.Latency.P99Ms > 0 && res.Config != Noop {
-			return fmt.Sprintf("%+.0f%%", 100*(res.Latency.P99Ms/o.Latency.P99Ms-1))
-		}
-	}
-	return "–"
-}
-
-func bound(v float64) string {
-	if v < 0 {
-		return "+Inf"
-	}
-	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
-}
 
 // WriteFiles writes results.json and latency.png into dir.
 func (r *Report) WriteFiles(dir string) error {

@@ -30,6 +30,7 @@ type bench struct {
 	cl      *cluster.Cluster
 	cs      kubernetes.Interface
 	opa     *opaServer
+	noop    *child
 	hooks   *webhooks
 	scr     scraper
 	clients []kubernetes.Interface
@@ -45,7 +46,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(), Versions: versions(opts), Settings: Settings{
 		Levels: opts.Levels, PodsPerLevel: opts.Pods / opts.Rounds * opts.Rounds, Rounds: opts.Rounds,
-		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: len(shapes), PodEvents: opts.PodEvents,
+		Nodes: opts.Nodes, Configs: opts.Configs, PodShapes: opts.Mix.shapeCount(), Mix: opts.Mix, PodEvents: opts.PodEvents,
 	}}
 	logDir, cleanup, err := logDirOf(opts.LogDir)
 	if err != nil {
@@ -77,12 +78,20 @@ func (b *bench) progress(format string, args ...any) {
 }
 
 // start brings up the control plane (without scheduler and kwok: pods need
-// not run, and neither should compete for the CPUs), the nodes, the no-op
-// server and OPA.
+// not run, and neither should compete for the CPUs) with gpuadmit's webhook
+// as its own process, the nodes, the no-op server and OPA.
 func (b *bench) start(ctx context.Context, logDir string) error {
+	bin := b.opts.WebhookBinary
+	if bin == "" {
+		b.progress("building cmd/webhook into %s", logDir)
+		var err error
+		if bin, err = buildWebhook(ctx, b.opts.Root, logDir); err != nil {
+			return err
+		}
+	}
 	b.progress("starting the control plane (logs in %s)", logDir)
 	cl, err := cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
-		Skip: []string{"kube-scheduler", "kwok"}, PodEvents: b.opts.PodEvents})
+		Skip: []string{"kube-scheduler", "kwok"}, PodEvents: b.opts.PodEvents, WebhookBinary: bin, WebhookPprof: b.opts.WebhookPprof})
 	if err != nil {
 		return err
 	}
@@ -95,22 +104,20 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	}
 	host, gpuadmitPort, certDir, ca := cl.Serving()
 	urls := map[string]string{Gpuadmit: fmt.Sprintf("https://%s/mutate-v1-pod", net.JoinHostPort(host, strconv.Itoa(gpuadmitPort)))}
+	b.scr = scraper{cs: b.cs, servers: map[string]func(context.Context) (families, error){
+		Gpuadmit: scraperOf(cl.WebhookMetricsURL()),
+	}}
 	if slices.Contains(b.opts.Configs, Noop) {
-		port, err := freePort(host)
-		if err != nil {
-			return err
-		}
-		if _, err := startNoop(ctx, host, port, certDir); err != nil {
+		if err := b.startNoop(host, certDir, ca, logDir, urls); err != nil {
 			return fmt.Errorf("step no-op webhook: %w", err)
 		}
-		urls[Noop] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), NoopPath)
 	}
 	if slices.Contains(b.opts.Configs, OPA) {
 		if err := b.startOPA(ctx, host, certDir, ca, logDir, urls); err != nil {
 			return fmt.Errorf("step opa: %w", err)
 		}
+		b.scr.servers[OPA] = b.opa.families
 	}
-	b.scr = scraper{cs: b.cs, opa: b.opa}
 	b.hooks = &webhooks{cs: b.cs, urls: urls, calls: b.scr.calls, probe: func(ctx context.Context) error {
 		_, err := createOne(ctx, b.cs, Namespace, "probe", 0, true)
 		return err
@@ -121,6 +128,21 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if b.clients, err = newClients(cl.Config, slices.Max(b.opts.Levels)); err != nil {
 		return err
 	}
+	return nil
+}
+
+func (b *bench) startNoop(host, certDir string, ca []byte, logDir string, urls map[string]string) error {
+	port, err := freePort(host)
+	if err != nil {
+		return err
+	}
+	noop, metricsURL, err := startNoop(host, port, certDir, ca, logDir)
+	if err != nil {
+		return err
+	}
+	b.noop = noop
+	urls[Noop] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), NoopPath)
+	b.scr.servers[Noop] = scraperOf(metricsURL)
 	return nil
 }
 
@@ -184,9 +206,16 @@ func freePort(host string) (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+func scraperOf(url string) func(context.Context) (families, error) {
+	return func(ctx context.Context) (families, error) { return scrape(ctx, url) }
+}
+
 func (b *bench) stop() {
 	if b.opa != nil {
 		b.opa.stop()
+	}
+	if b.noop != nil {
+		b.noop.stop()
 	}
 	if b.cl != nil {
 		b.cl.Stop()
@@ -235,7 +264,10 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 		return err
 	}
 	clients := b.clients[:res.Level]
-	load{namespace: Namespace, prefix: "warmup", pods: 2 * res.Level, clients: clients, dryRun: true}.run(ctx)
+	// Warm-up pods are named apart from every other pod of the run, so that
+	// under MixDistinct none looks like a measured pod to gpuadmit's memo.
+	load{namespace: Namespace, prefix: fmt.Sprintf("warmup-%s-%d-r%d", res.Config, res.Level, round),
+		pods: 2 * res.Level, clients: clients, dryRun: true, mix: b.opts.Mix}.run(ctx)
 	before, err := b.scr.snapshot(ctx)
 	if err != nil {
 		return err
@@ -246,7 +278,7 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	}
 	cpuBefore := readCPU()
 	out := load{namespace: Namespace, prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
-		first: round * pods, pods: pods, clients: clients}.run(ctx)
+		first: round * pods, pods: pods, clients: clients, mix: b.opts.Mix}.run(ctx)
 	res.CPU.add(cpuBefore, readCPU())
 	stopProfile()
 	after, err := b.scr.snapshot(ctx)

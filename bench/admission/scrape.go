@@ -9,24 +9,28 @@ import (
 
 // serverMetric is one histogram a webhook server keeps of its own.
 type serverMetric struct {
-	source string // local (this process's registry) or opa
+	source string // the configuration whose server keeps it
 	name   string
 	match  map[string]string
 }
 
-// serverMetrics are, by configuration, the histograms its server keeps:
-// gpuadmit's review and policy evaluation time, controller-runtime's handler
-// latency (a native histogram, about 10% resolution) for gpuadmit and the
-// no-op webhook alike, and OPA's request duration for the v0 data API.
+// serverMetrics are, by configuration, the histograms its server keeps, read
+// from its own process's /metrics: gpuadmit's review and policy evaluation
+// time, controller-runtime's handler latency (a native histogram, about 10%
+// resolution) for gpuadmit and the no-op webhook alike, and OPA's request
+// duration for the v0 data API.
 var serverMetrics = map[string][]serverMetric{
 	Gpuadmit: {
-		{"local", "gpuadmit_webhook_review_duration_seconds", map[string]string{"webhook": "mutate"}},
-		{"local", "gpuadmit_policy_evaluation_duration_seconds", nil},
-		{"local", "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": "/mutate-v1-pod"}},
+		{Gpuadmit, "gpuadmit_webhook_review_duration_seconds", map[string]string{"webhook": "mutate"}},
+		{Gpuadmit, "gpuadmit_policy_evaluation_duration_seconds", nil},
+		{Gpuadmit, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": "/mutate-v1-pod"}},
 	},
-	Noop: {{"local", "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": NoopPath}}},
-	OPA:  {{"opa", "http_request_duration_seconds", map[string]string{"handler": "v0/data"}}},
+	Noop: {{Noop, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": NoopPath}}},
+	OPA:  {{OPA, "http_request_duration_seconds", map[string]string{"handler": "v0/data"}}},
 }
+
+// memoLookups is gpuadmit's count of decision memo lookups, by result (hit, miss).
+const memoLookups = "gpuadmit_decision_memo_lookups_total"
 
 func (m serverMetric) String() string {
 	s := m.name
@@ -36,16 +40,21 @@ func (m serverMetric) String() string {
 	return s
 }
 
-// snapshot is one reading of every metric source.
-type snapshot struct{ apiserver, local, opa families }
+// snapshot is one reading of every metric source: the API server's, and
+// each webhook server's by configuration.
+type snapshot struct {
+	apiserver families
+	servers   map[string]families
+}
 
 // webhookCounts are the API server's rejections of pods by a webhook
 // (error_type no_error) and its failures to call it (every other error_type).
 type webhookCounts struct{ rejections, errors float64 }
 
 type scraper struct {
-	cs  kubernetes.Interface
-	opa *opaServer
+	cs kubernetes.Interface
+	// servers read each webhook server's metrics, by configuration.
+	servers map[string]func(context.Context) (families, error)
 }
 
 func (s scraper) apiserver(ctx context.Context) (families, error) {
@@ -62,16 +71,10 @@ func (s scraper) snapshot(ctx context.Context) (snapshot, error) {
 	if snap.apiserver, err = s.apiserver(ctx); err != nil {
 		return snap, err
 	}
-	if snap.local, err = gatherLocal(); err != nil {
-		return snap, err
-	}
-	if s.opa != nil {
-		raw, err := s.opa.metrics(ctx)
-		if err != nil {
-			return snap, fmt.Errorf("read OPA's /metrics: %w", err)
-		}
-		if snap.opa, err = parseText(raw); err != nil {
-			return snap, err
+	snap.servers = map[string]families{}
+	for config, read := range s.servers {
+		if snap.servers[config], err = read(ctx); err != nil {
+			return snap, fmt.Errorf("read %s's metrics: %w", config, err)
 		}
 	}
 	return snap, nil
@@ -102,10 +105,16 @@ func (s snapshot) counts(name string) webhookCounts {
 }
 
 func (s snapshot) server(m serverMetric) Histogram {
-	if m.source == "opa" {
-		return s.opa.histogram(m.name, m.match)
+	return s.servers[m.source].histogram(m.name, m.match)
+}
+
+// memo is gpuadmit's decision memo lookups so far.
+func (s snapshot) memo() MemoLookups {
+	f := s.servers[Gpuadmit]
+	return MemoLookups{
+		Hits:   f.counter(memoLookups, map[string]string{"result": "hit"}, "", ""),
+		Misses: f.counter(memoLookups, map[string]string{"result": "miss"}, "", ""),
 	}
-	return s.local.histogram(m.name, m.match)
 }
 
 // posts counts the API server's POST requests by resource (pods, events, …).
@@ -141,5 +150,10 @@ func (r *Result) addDelta(before, after snapshot) {
 	}
 	for _, m := range serverMetrics[r.Config] {
 		r.server[m.String()] = r.server[m.String()].Add(after.server(m).Sub(before.server(m)))
+	}
+	if r.Config == Gpuadmit {
+		a, b := after.memo(), before.memo()
+		r.memo.Hits += a.Hits - b.Hits
+		r.memo.Misses += a.Misses - b.Misses
 	}
 }

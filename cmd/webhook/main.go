@@ -25,6 +25,7 @@ func main() {
 	flag.IntVar(&o.Port, "port", 9443, "webhook port")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
+	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", `Go's /debug/pprof address (for profiling); empty or "0" serves none`)
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the quota reconciler on one replica only, elected with a Lease")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
 	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease, which tells whether it runs (default: the namespace the replica runs in)")

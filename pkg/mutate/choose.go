@@ -137,6 +137,9 @@ func noFitReason(nodes []inventory.Node, demand map[string]int64) string {
 // included), as the scheduler reads them. A pool none of whose nodes the pod
 // may run on would leave it Pending forever, or rejected by the kubelet.
 func eligibleNodes(pod *corev1.Pod, pool *inventory.Pool) ([]inventory.Node, string) {
+	if unconstrained(pod) {
+		return pool.Nodes, "" // read only
+	}
 	required := nodeaffinity.GetRequiredNodeAffinity(pod)
 	var out []inventory.Node
 	for _, n := range pool.Nodes {
@@ -154,6 +157,14 @@ func eligibleNodes(pod *corev1.Pod, pool *inventory.Pool) ([]inventory.Node, str
 		return nil, fmt.Sprintf("the pod is bound to node %s (spec.nodeName), which is not one of its %d nodes", pod.Spec.NodeName, pool.NodeCount)
 	}
 	return nil, fmt.Sprintf("none of its %d nodes satisfies the pod's own nodeSelector and required node affinity", pool.NodeCount)
+}
+
+// unconstrained: the pod names no node, node selector or required node
+// affinity, so every node of a pool may take it.
+func unconstrained(pod *corev1.Pod) bool {
+	s := &pod.Spec
+	return s.NodeName == "" && len(s.NodeSelector) == 0 &&
+		(s.Affinity == nil || s.Affinity.NodeAffinity == nil || s.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil)
 }
 
 // firstFit takes the container's first candidate on this pool that fits.

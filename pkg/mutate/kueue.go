@@ -11,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -71,6 +72,13 @@ func (h *JobHandler) handle(ctx context.Context, req admission.Request) (admissi
 	}
 	if _, kueue := job.Labels[LabelKueueQueue]; !kueue {
 		return admission.Allowed("the Job is not in a Kueue queue; gpuadmit decides its pods when they are created"), OutcomeAllowed
+	}
+	// A Job another workload controls (a JobSet's, say) was counted by
+	// Kueue as its parent's template says; deciding its template now would
+	// change it behind that count. Its pods meet the rule for Kueue's pods
+	// instead. A CronJob's Jobs are Kueue's workloads themselves.
+	if owner := metav1.GetControllerOf(job); owner != nil && owner.Kind != "CronJob" {
+		return admission.Allowed(fmt.Sprintf("the Job belongs to %s %s, which Kueue admitted as a whole; gpuadmit checks its pods when they are created", owner.Kind, owner.Name)), OutcomeAllowed
 	}
 	pod := TemplatePod(req.Namespace, job.Name, job.GenerateName, &job.Spec.Template)
 	res, outcome, err := h.pods.decide(ctx, req, pod, true)

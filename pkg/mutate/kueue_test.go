@@ -138,6 +138,18 @@ func TestKueueJobHandlerLeavesOtherJobs(t *testing.T) {
 	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) != 0 {
 		t.Errorf("a Job in no Kueue queue was changed: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
 	}
+	child := hamiJob("q")
+	child.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: "u1", Controller: new(true)}}
+	req, _ = jobReview(t, child)
+	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) != 0 {
+		t.Errorf("a JobSet's child Job was changed behind the JobSet's Kueue workload: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
+	}
+	cron := hamiJob("q")
+	cron.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "u2", Controller: new(true)}}
+	req, _ = jobReview(t, cron)
+	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) == 0 {
+		t.Errorf("a CronJob's Job in a Kueue queue was not decided: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
+	}
 	req, _ = jobReview(t, hamiJob("q"))
 	req.Operation = admissionv1.Update
 	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) != 0 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -146,19 +145,38 @@ func sortPatch(patch []jsonpatch.Operation) {
 }
 
 func pathLess(a, b string) bool {
-	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
-	for k := 0; k < len(as) && k < len(bs); k++ {
-		if as[k] == bs[k] {
-			continue
+	for {
+		as, arest, amore := strings.Cut(a, "/")
+		bs, brest, bmore := strings.Cut(b, "/")
+		if as != bs {
+			ai, anum := index(as)
+			bi, bnum := index(bs)
+			if anum && bnum {
+				return ai < bi
+			}
+			return as < bs
 		}
-		ai, aerr := strconv.Atoi(as[k])
-		bi, berr := strconv.Atoi(bs[k])
-		if aerr == nil && berr == nil {
-			return ai < bi
+		if !amore || !bmore {
+			return !amore && bmore // the shorter path first
 		}
-		return as[k] < bs[k]
+		a, b = arest, brest
 	}
-	return len(as) < len(bs)
+}
+
+// index reads a path segment that is an array index; it allocates nothing
+// (strconv.Atoi's error for every map key would).
+func index(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
 }
 
 func paths(patch []jsonpatch.Operation) string {

@@ -20,6 +20,8 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; empty means ":8081".
 	ProbeAddr string
+	// PprofAddr serves Go's /debug/pprof; empty or "0" serves none.
+	PprofAddr string
 	// PodName and PodNamespace name this replica, for Events about policy loads; empty records none.
 	PodName, PodNamespace string
 	// PodEvents also records a GPUAdmitted Event for every pod gpuadmit

@@ -123,6 +123,7 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  "0", // probes are served by probes, with detail
+		PprofBindAddress:        opts.PprofAddr,
 		GracefulShutdownTimeout: &timeout,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "gpuadmit-quota",

@@ -2,12 +2,8 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,14 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
-
-	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
 
 // Options say where the binaries are and how to run gpuadmit.
@@ -47,6 +38,15 @@ type Options struct {
 	// PodEvents is the webhook's option of that name; false (its default)
 	// records Events for denials, warnings and fallbacks only.
 	PodEvents bool
+	// WebhookBinary is a built cmd/webhook. When set, gpuadmit's webhook runs
+	// as that process, as it is deployed: its own flags, a kubeconfig of its
+	// ServiceAccount, /metrics on a loopback port (WebhookMetricsURL); its
+	// /proc comm is the file's name. Empty runs it in this process
+	// (webhook.Run, impersonating the ServiceAccount), as the end-to-end tests do.
+	WebhookBinary string
+	// WebhookPprof is where that process serves Go's /debug/pprof (its
+	// --pprof-bind-address), to profile it; empty serves none.
+	WebhookPprof string
 }
 
 // Cluster is a running control plane.
@@ -59,7 +59,7 @@ type Cluster struct {
 	env     *envtest.Environment
 	opts    Options
 	procs   []*proc
-	webhook *inProcess
+	webhook *runningWebhook
 }
 
 // Start brings the control plane up and waits until gpuadmit is ready. On
@@ -240,7 +240,10 @@ func (c *Cluster) Tail(component string, lines int) string {
 
 // webhookUser is the identity gpuadmit's webhook runs as: its ServiceAccount
 // in deploy/base, so that a grant missing from deploy/base/rbac.yaml fails here.
-const webhookUser = "system:serviceaccount:gpuadmit-system:gpuadmit"
+const (
+	webhookNamespace = "gpuadmit-system"
+	webhookUser      = "system:serviceaccount:" + webhookNamespace + ":gpuadmit"
+)
 
 // grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC, and
 // the policy that guards gpuadmit's record (it runs in the API server).
@@ -251,137 +254,6 @@ func (c *Cluster) grantWebhook(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// inProcess is gpuadmit's webhook running in this process.
-type inProcess struct {
-	cancel context.CancelFunc
-	done   chan error
-	probe  string
-	log    *os.File
-}
-
-// StartWebhook runs gpuadmit's webhook with the serving certificate envtest
-// registered, and waits until its /readyz passes.
-func (c *Cluster) StartWebhook(ctx context.Context) error {
-	if err := c.StartWebhookUnready(ctx); err != nil {
-		return err
-	}
-	return c.webhook.waitReady(30 * time.Second)
-}
-
-// StartWebhookUnready runs gpuadmit's webhook and returns at once, for tests
-// of a replica that never becomes ready (no policy set it can activate).
-func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
-	if c.webhook != nil {
-		return errors.New("the webhook is already running")
-	}
-	probe, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	keyDir, err := c.recordKeyDir()
-	if err != nil {
-		return err
-	}
-	wo := c.env.WebhookInstallOptions
-	opts := webhook.Options{
-		Policies: c.opts.Policies, PolicyInterval: time.Second, RecordKeyDir: keyDir,
-		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
-		PodEvents: c.opts.PodEvents,
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	w := &inProcess{cancel: cancel, done: make(chan error, 1), probe: probe, log: logf}
-	log := zap.New(zap.WriteTo(logf), zap.UseDevMode(false))
-	// client-go (klog) and controller-runtime internals log to the webhook's file too.
-	klog.SetLogger(log)
-	ctrl.SetLogger(log)
-	cfg := rest.CopyConfig(c.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhookUser}
-	go func() { w.done <- webhook.Run(wctx, cfg, opts, log) }()
-	c.webhook = w
-	return nil
-}
-
-// recordKeyDir holds a random record key, made once per cluster (as the dev
-// overlay's), so the webhook seals its records as a deployed one does and a
-// restarted webhook still verifies the pods sealed before.
-func (c *Cluster) recordKeyDir() (string, error) {
-	dir := filepath.Join(c.LogDir, "record-key")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "current")
-	if _, err := os.Stat(path); err == nil {
-		return dir, nil
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return "", err
-	}
-	return dir, os.WriteFile(path, []byte(hex.EncodeToString(key)), 0o600)
-}
-
-func (w *inProcess) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-w.done:
-			return fmt.Errorf("webhook exited: %v", err)
-		default:
-		}
-		resp, err := http.Get("http://" + w.probe + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("webhook not ready after %s", timeout)
-}
-
-// StopWebhook stops gpuadmit and waits for it to drain.
-func (c *Cluster) StopWebhook() {
-	if c.webhook == nil {
-		return
-	}
-	c.webhook.cancel()
-	select {
-	case <-c.webhook.done:
-	case <-time.After(20 * time.Second):
-	}
-	c.webhook.log.Close()
-	c.webhook = nil
-}
-
-// Serving is where gpuadmit's webhook listens and the serving certificate
-// the API server trusts (tls.crt and tls.key in certDir, signed by caPEM),
-// for other webhook servers that the API server should reach the same way.
-func (c *Cluster) Serving() (host string, port int, certDir string, caPEM []byte) {
-	wo := c.env.WebhookInstallOptions
-	return wo.LocalServingHost, wo.LocalServingPort, wo.LocalServingCertDir, wo.LocalServingCAData
-}
-
-// Readyz returns the webhook's readiness detail.
-func (c *Cluster) Readyz() string {
-	if c.webhook == nil {
-		return "webhook stopped"
-	}
-	resp, err := http.Get("http://" + c.webhook.probe + "/readyz")
-	if err != nil {
-		return err.Error()
-	}
-	defer resp.Body.Close()
-	b := make([]byte, 4096)
-	n, _ := resp.Body.Read(b)
-	return string(b[:n])
 }
 
 func freeAddr() (string, error) {

@@ -3,6 +3,8 @@
 // controller-runtime's envtest), kube-scheduler, kube-controller-manager
 // (resourcequota, namespace, garbagecollector, serviceaccount-token,
 // serviceaccount controllers), kwok managing fake GPU nodes, and gpuadmit's
-// webhook in process, registered with the webhook configuration from
-// deploy/base. Every port is chosen free at start; Stop ends every process.
+// webhook, registered with the webhook configuration from deploy/base. The
+// webhook runs in process, or as its own cmd/webhook process when
+// Options.WebhookBinary names one (the admission benchmark measures it so).
+// Every port is chosen free at start; Stop ends every process.
 package cluster

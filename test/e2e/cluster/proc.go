@@ -26,6 +26,11 @@ func startProc(path, name, logDir string, args ...string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startProcLog(path, name, logf, args...)
+}
+
+// startProcLog is startProc with the log file given; it takes logf over.
+func startProcLog(path, name string, logf *os.File, args ...string) (*proc, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -1,0 +1,258 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/gpuadmit/gpuadmit/pkg/webhook"
+)
+
+// runningWebhook is gpuadmit's webhook as started, in this process or as a
+// child process.
+type runningWebhook struct {
+	probe   string       // host:port of /healthz and /readyz
+	metrics string       // host:port of /metrics; "" when it serves none
+	exited  func() error // nil while it runs, else why it stopped
+	stop    func()       // stops it and waits for it to drain
+}
+
+// StartWebhook runs gpuadmit's webhook with the serving certificate envtest
+// registered, and waits until its /readyz passes.
+func (c *Cluster) StartWebhook(ctx context.Context) error {
+	if err := c.StartWebhookUnready(ctx); err != nil {
+		return err
+	}
+	return c.webhook.waitReady(30 * time.Second)
+}
+
+// StartWebhookUnready runs gpuadmit's webhook and returns at once, for tests
+// of a replica that never becomes ready (no policy set it can activate).
+// It runs in this process, or as Options.WebhookBinary when that is set.
+func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
+	if c.webhook != nil {
+		return errors.New("the webhook is already running")
+	}
+	probe, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	keyDir, err := c.recordKeyDir()
+	if err != nil {
+		return err
+	}
+	wo := c.env.WebhookInstallOptions
+	opts := webhook.Options{
+		Policies: c.opts.Policies, PolicyInterval: time.Second, RecordKeyDir: keyDir,
+		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
+		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
+		PodEvents: c.opts.PodEvents,
+	}
+	if c.opts.WebhookBinary != "" {
+		c.webhook, err = c.startWebhookProcess(opts)
+		return err
+	}
+	c.webhook, err = c.startWebhookInProcess(ctx, opts)
+	return err
+}
+
+// startWebhookInProcess runs webhook.Run in a goroutine, impersonating
+// gpuadmit's ServiceAccount, logging to webhook.log.
+func (c *Cluster) startWebhookInProcess(ctx context.Context, opts webhook.Options) (*runningWebhook, error) {
+	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	log := zap.New(zap.WriteTo(logf), zap.UseDevMode(false))
+	// client-go (klog) and controller-runtime internals log to the webhook's file too.
+	klog.SetLogger(log)
+	ctrl.SetLogger(log)
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhookUser}
+	done := make(chan struct{})
+	var runErr error
+	go func() { runErr = webhook.Run(wctx, cfg, opts, log); close(done) }()
+	return &runningWebhook{
+		probe: opts.ProbeAddr,
+		exited: func() error {
+			select {
+			case <-done:
+				return fmt.Errorf("webhook exited: %w", runErr)
+			default:
+				return nil
+			}
+		},
+		stop: func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+			}
+			logf.Close()
+		},
+	}, nil
+}
+
+// startWebhookProcess runs Options.WebhookBinary (cmd/webhook) with the
+// flags a Deployment would give it, opts' settings, a kubeconfig of
+// gpuadmit's ServiceAccount and /metrics on a free loopback port. It logs
+// to webhook.log and is stopped with SIGTERM, as a kubelet stops it.
+func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, error) {
+	kubeconfig, err := c.webhookKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--policy-poll-interval=" + opts.PolicyInterval.String(),
+		"--record-key-dir=" + opts.RecordKeyDir,
+		"--host=" + opts.Host, "--port=" + strconv.Itoa(opts.Port), "--cert-dir=" + opts.CertDir,
+		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + opts.ProbeAddr,
+		"--pod-events=" + strconv.FormatBool(opts.PodEvents),
+	}
+	if opts.Policies != "" {
+		args = append(args, "--policies="+opts.Policies)
+	}
+	if c.opts.WebhookPprof != "" {
+		args = append(args, "--pprof-bind-address="+c.opts.WebhookPprof)
+	}
+	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProcLog(c.opts.WebhookBinary, "webhook", logf, args...)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
+	}
+	return &runningWebhook{
+		probe: opts.ProbeAddr, metrics: metrics,
+		exited: func() error {
+			select {
+			case <-p.done:
+				return fmt.Errorf("webhook exited (%s): %s", p.cmd.ProcessState, c.Tail("webhook", 5))
+			default:
+				return nil
+			}
+		},
+		stop: p.stop,
+	}, nil
+}
+
+// webhookKubeconfig writes, once per cluster, a kubeconfig whose client
+// certificate names gpuadmit's ServiceAccount and its groups (what its
+// token would say), outside system:masters, so deploy/base's RBAC applies
+// as it does to the in-process webhook's impersonation.
+func (c *Cluster) webhookKubeconfig() (string, error) {
+	path := filepath.Join(c.LogDir, "gpuadmit.kubeconfig")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	user, err := c.env.AddUser(envtest.User{Name: webhookUser, Groups: []string{
+		"system:serviceaccounts", "system:serviceaccounts:" + webhookNamespace,
+	}}, nil)
+	if err != nil {
+		return "", err
+	}
+	b, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, b, 0o600)
+}
+
+// recordKeyDir holds a random record key, made once per cluster (as the dev
+// overlay's), so the webhook seals its records as a deployed one does and a
+// restarted webhook still verifies the pods sealed before.
+func (c *Cluster) recordKeyDir() (string, error) {
+	dir := filepath.Join(c.LogDir, "record-key")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "current")
+	if _, err := os.Stat(path); err == nil {
+		return dir, nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(path, []byte(hex.EncodeToString(key)), 0o600)
+}
+
+func (w *runningWebhook) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if err := w.exited(); err != nil {
+			return err
+		}
+		resp, err := http.Get("http://" + w.probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("webhook not ready after %s", timeout)
+}
+
+// StopWebhook stops gpuadmit and waits for it to drain.
+func (c *Cluster) StopWebhook() {
+	if c.webhook == nil {
+		return
+	}
+	c.webhook.stop()
+	c.webhook = nil
+}
+
+// WebhookMetricsURL is the URL of gpuadmit's /metrics when it runs as its
+// own process (Options.WebhookBinary); "" when it runs in this process,
+// whose controller-runtime registry holds its metrics, or is stopped.
+func (c *Cluster) WebhookMetricsURL() string {
+	if c.webhook == nil || c.webhook.metrics == "" {
+		return ""
+	}
+	return "http://" + c.webhook.metrics + "/metrics"
+}
+
+// Serving is where gpuadmit's webhook listens and the serving certificate
+// the API server trusts (tls.crt and tls.key in certDir, signed by caPEM),
+// for other webhook servers that the API server should reach the same way.
+func (c *Cluster) Serving() (host string, port int, certDir string, caPEM []byte) {
+	wo := c.env.WebhookInstallOptions
+	return wo.LocalServingHost, wo.LocalServingPort, wo.LocalServingCertDir, wo.LocalServingCAData
+}
+
+// Readyz returns the webhook's readiness detail.
+func (c *Cluster) Readyz() string {
+	if c.webhook == nil {
+		return "webhook stopped"
+	}
+	resp, err := http.Get("http://" + c.webhook.probe + "/readyz")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b := make([]byte, 4096)
+	n, _ := resp.Body.Read(b)
+	return string(b[:n])
+}

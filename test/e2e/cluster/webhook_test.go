@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWebhookBinary runs gpuadmit as its own cmd/webhook process, as the
+// admission benchmark does: it becomes ready as its ServiceAccount (its
+// informers list and watch under deploy/base's RBAC), serves its metrics on
+// WebhookMetricsURL, stops, and restarts with its log appended. It needs
+// the control-plane binaries `make test` builds; without them it is
+// skipped, unless GPUADMIT_REQUIRE_E2E asks for a failure.
+func TestWebhookBinary(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	binDir := os.Getenv("GPUADMIT_E2E_BIN")
+	if binDir == "" {
+		binDir = filepath.Join(root, "test/e2e/.bin/v1.37.0")
+	}
+	if _, err := os.Stat(filepath.Join(binDir, "kube-apiserver")); err != nil {
+		if os.Getenv("GPUADMIT_REQUIRE_E2E") != "" {
+			t.Fatalf("control-plane binaries missing in %s (run hack/e2e-binaries.sh): %v", binDir, err)
+		}
+		t.Skipf("control-plane binaries missing in %s; `make test` builds them", binDir)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gpuadmit")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/webhook")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/webhook: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	c, err := Start(ctx, Options{BinDir: binDir, Root: root, LogDir: dir, WebhookBinary: bin,
+		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+
+	url := c.WebhookMetricsURL()
+	if body, err := get(url); err != nil || !strings.Contains(body, "gpuadmit_policy_active_revision") {
+		t.Fatalf("GET %s: err %v, want gpuadmit's metrics in:\n%.500s", url, err, body)
+	}
+	c.StopWebhook()
+	if got := c.WebhookMetricsURL(); got != "" {
+		t.Errorf("WebhookMetricsURL after StopWebhook = %q, want empty", got)
+	}
+	if _, err := get(url); err == nil {
+		t.Errorf("GET %s answered after StopWebhook: the process is still running", url)
+	}
+	if err := c.StartWebhook(ctx); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, "webhook.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), "starting gpuadmit webhook"); n != 2 {
+		t.Errorf("webhook.log holds %d starts, want both runs' (2):\n%s", n, c.Tail("webhook", 20))
+	}
+}
+
+func get(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
