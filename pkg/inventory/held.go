@@ -25,11 +25,27 @@ func (h Held) Free(n Node) map[string]int64 {
 // FitsNode reports whether one of nodes has demand free.
 func (h Held) FitsNode(nodes []Node, demand map[string]int64) bool {
 	for _, n := range nodes {
-		if covers(h.Free(n), demand) {
+		if h.fits(n, demand) {
 			return true
 		}
 	}
 	return false
+}
+
+// free is Free(n)[r], without making the map: decisions ask this of every
+// node of a pool.
+func (h Held) free(n Node, r string) int64 {
+	return max(n.Allocatable[r]-h.ByNode[n.Name][r], 0)
+}
+
+// fits reports whether n has demand free, without making Free's map.
+func (h Held) fits(n Node, demand map[string]int64) bool {
+	for r, q := range demand {
+		if h.free(n, r) < q {
+			return false
+		}
+	}
+	return true
 }
 
 // PoolFree is what the pool's nodes have free in all, less what its pending
@@ -38,18 +54,9 @@ func (h Held) PoolFree(p *Pool, demand map[string]int64) map[string]int64 {
 	out := make(map[string]int64, len(demand))
 	for r := range demand {
 		for _, n := range p.Nodes {
-			out[r] += h.Free(n)[r]
+			out[r] += h.free(n, r)
 		}
 		out[r] = max(out[r]-h.Pending[r], 0)
 	}
 	return out
-}
-
-func covers(have, demand map[string]int64) bool {
-	for r, q := range demand {
-		if have[r] < q {
-			return false
-		}
-	}
-	return true
 }
