@@ -59,15 +59,29 @@ func label(k, v string) func(*corev1.Pod) {
 
 // recordAllowed: want is whether the update passes every validation.
 var recordAllowed = map[string]celCase{
-	"a label added":                 {object: recorded(label("team", "a")), oldObject: recorded(), want: true},
-	"the tracking finalizer gone":   {object: recorded(), oldObject: recorded(finalizer("batch.kubernetes.io/job-tracking")), want: true},
-	"another annotation added":      {object: recorded(annotation("team", "a")), oldObject: recorded(), want: true},
-	"a user hint changed":           {object: recorded(annotation("gpuadmit.io/class", "batch")), oldObject: recorded(), want: true},
-	"the decision edited":           {object: recorded(annotation("gpuadmit.io/decision", "main: 8 GPUs")), oldObject: recorded(), want: false},
-	"the request record removed":    {object: recorded(func(p *corev1.Pod) { delete(p.Annotations, "gpuadmit.io/request") }), oldObject: recorded(), want: false},
-	"every annotation removed":      {object: pod(), oldObject: recorded(), want: false},
-	"a record added to a plain pod": {object: pod(annotation("gpuadmit.io/decision", "forged")), oldObject: pod(), want: false},
-	"a record value emptied":        {object: recorded(annotation("gpuadmit.io/decision", "")), oldObject: recorded(), want: false},
+	"a label added":                         {object: recorded(label("team", "a")), oldObject: recorded(), want: true},
+	"the tracking finalizer gone":           {object: recorded(), oldObject: recorded(finalizer("batch.kubernetes.io/job-tracking")), want: true},
+	"another annotation added":              {object: recorded(annotation("team", "a")), oldObject: recorded(), want: true},
+	"a user hint changed":                   {object: recorded(annotation("gpuadmit.io/class", "batch")), oldObject: recorded(), want: true},
+	"the decision edited":                   {object: recorded(annotation("gpuadmit.io/decision", "main: 8 GPUs")), oldObject: recorded(), want: false},
+	"the request record removed":            {object: recorded(func(p *corev1.Pod) { delete(p.Annotations, "gpuadmit.io/request") }), oldObject: recorded(), want: false},
+	"every annotation removed":              {object: pod(), oldObject: recorded(), want: false},
+	"a record added to a plain pod":         {object: pod(annotation("gpuadmit.io/decision", "forged")), oldObject: pod(), want: false},
+	"a record value emptied":                {object: recorded(annotation("gpuadmit.io/decision", "")), oldObject: recorded(), want: false},
+	"the managed label kept, another added": {object: recorded(withLabels("gpuadmit.io/managed", "true", "team", "a")), oldObject: recorded(withLabels("gpuadmit.io/managed", "true")), want: true},
+	"the managed label removed":             {object: recorded(withLabels("team", "a")), oldObject: recorded(withLabels("gpuadmit.io/managed", "true")), want: false},
+	"the managed label changed":             {object: recorded(withLabels("gpuadmit.io/managed", "false")), oldObject: recorded(withLabels("gpuadmit.io/managed", "true")), want: false},
+	"a pod an older gpuadmit admitted":      {object: recorded(withLabels("team", "a")), oldObject: recorded(), want: true},
+}
+
+// withLabels sets the pod's labels to the key/value pairs kv.
+func withLabels(kv ...string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Labels = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			p.Labels[kv[i]] = kv[i+1]
+		}
+	}
 }
 
 // checkValidations compiles each validation like checkMatchConditions does

@@ -191,4 +191,8 @@ func TestRecordGuardDuringOutage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cannot be added, changed or removed") {
 		t.Errorf("the decision edited while gpuadmit is down: err = %v, want the record policy's denial", err)
 	}
+	err = env.Client.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"gpuadmit.io/managed":null}}}`)))
+	if err == nil || !strings.Contains(err.Error(), "gpuadmit.io/managed") {
+		t.Errorf("the managed label removed: err = %v, want the record policy's denial", err)
+	}
 }
