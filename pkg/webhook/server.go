@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -186,11 +187,7 @@ func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine
 func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*inventory.Live, error) {
 	live := inventory.NewLive(mgr.GetCache(), allocator.Default(), log.WithName("inventory"))
 	live.Events = mgr.GetEventRecorder("gpuadmit-inventory")
-	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Node{})
-	if err != nil {
-		return nil, fmt.Errorf("node informer: %w", err)
-	}
-	if _, err := inf.AddEventHandler(live.Handler()); err != nil {
+	if err := follow(ctx, mgr, &corev1.Node{}, live.Handler()); err != nil {
 		return nil, err
 	}
 	if err := addSlices(ctx, mgr, live, log); err != nil {
@@ -209,15 +206,12 @@ func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*i
 // (Kubernetes 1.34 and later), so the inventory knows the nodes of
 // gpuadmit's DRA driver; elsewhere every pool is a device-plugin pool.
 func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, log logr.Logger) error {
-	inf, err := mgr.GetCache().GetInformer(ctx, &resourceapi.ResourceSlice{})
+	err := follow(ctx, mgr, &resourceapi.ResourceSlice{}, live.Handler())
 	if meta.IsNoMatchError(err) {
 		log.Info("The cluster serves no resource.k8s.io/v1; device-plugin pools only")
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("resourceslice informer: %w", err)
-	}
-	if _, err := inf.AddEventHandler(live.Handler()); err != nil {
 		return err
 	}
 	live.Slices = mgr.GetCache()
@@ -225,11 +219,7 @@ func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, l
 	// decides it (the same cache), so a newer foreign class that takes
 	// nvidia.com/gpu is seen.
 	classes := extendedresourcecache.NewExtendedResourceCache(log.WithName("deviceclasses"), live.Handler())
-	cinf, err := mgr.GetCache().GetInformer(ctx, &resourceapi.DeviceClass{})
-	if err != nil {
-		return fmt.Errorf("deviceclass informer: %w", err)
-	}
-	if _, err := cinf.AddEventHandler(classes); err != nil {
+	if err := follow(ctx, mgr, &resourceapi.DeviceClass{}, classes); err != nil {
 		return err
 	}
 	live.Classes = classes
@@ -254,14 +244,7 @@ func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.K
 // not allocatable only.
 func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*capacity, error) {
 	capa := newCapacity(nil, log.WithName("capacity"))
-	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return nil, fmt.Errorf("pod informer: %w", err)
-	}
-	if _, err := inf.AddEventHandler(capa.Handler()); err != nil {
-		return nil, err
-	}
-	return capa, nil
+	return capa, follow(ctx, mgr, &corev1.Pod{}, capa.Handler())
 }
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulerLease, scheme *runtime.Scheme, opts Options) {
@@ -279,14 +262,17 @@ func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventor
 // addSchedulerLease follows gpuadmit-scheduler's Lease.
 func addSchedulerLease(ctx context.Context, mgr manager.Manager) (*schedulerLease, error) {
 	s := newSchedulerLease(clock.RealClock{})
-	inf, err := mgr.GetCache().GetInformer(ctx, &coordinationv1.Lease{})
+	return s, follow(ctx, mgr, &coordinationv1.Lease{}, s.Handler())
+}
+
+// follow sends the cache's events of obj's kind to h.
+func follow(ctx context.Context, mgr manager.Manager, obj client.Object, h toolscache.ResourceEventHandler) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, obj)
 	if err != nil {
-		return nil, fmt.Errorf("lease informer: %w", err)
+		return fmt.Errorf("%T informer: %w", obj, err)
 	}
-	if _, err := inf.AddEventHandler(s.Handler()); err != nil {
-		return nil, err
-	}
-	return s, nil
+	_, err = inf.AddEventHandler(h)
+	return err
 }
 
 func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {
