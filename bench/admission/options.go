@@ -100,21 +100,8 @@ func (o *Options) defaults() error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	if o.Root == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			return err
-		}
-		o.Root = root
-	}
-	if o.BinDir == "" {
-		o.BinDir = os.Getenv("GPUADMIT_E2E_BIN")
-	}
-	if o.BinDir == "" {
-		o.BinDir = filepath.Join(o.Root, "test/e2e/.bin/v1.37.0")
-	}
-	if _, err := os.Stat(filepath.Join(o.BinDir, "kube-apiserver")); err != nil {
-		return fmt.Errorf("control-plane binaries missing in %s (run hack/e2e-binaries.sh): %w", o.BinDir, err)
+	if err := ControlPlaneDirs(&o.Root, &o.BinDir); err != nil {
+		return err
 	}
 	if o.OPA == "" && slices.Contains(o.Configs, OPA) {
 		o.OPA = FindOPA(o.Root)
@@ -145,10 +132,6 @@ func isExecutable(path string) bool {
 	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
-// ModuleRoot finds gpuadmit's repository root (its go.mod) upwards from
-// the working directory.
-func ModuleRoot() (string, error) { return moduleRoot() }
-
 // moduleRoot finds gpuadmit's go.mod upwards from the working directory.
 func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -166,4 +149,28 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// ControlPlaneDirs fills in an empty repository root (the directory holding
+// go.mod, searched upwards) and an empty directory of control-plane binaries
+// ($GPUADMIT_E2E_BIN, else <root>/test/e2e/.bin/v1.37.0), and checks that
+// the binaries are there.
+func ControlPlaneDirs(root, binDir *string) error {
+	if *root == "" {
+		r, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		*root = r
+	}
+	if *binDir == "" {
+		*binDir = os.Getenv("GPUADMIT_E2E_BIN")
+	}
+	if *binDir == "" {
+		*binDir = filepath.Join(*root, "test/e2e/.bin/v1.37.0")
+	}
+	if _, err := os.Stat(filepath.Join(*binDir, "kube-apiserver")); err != nil {
+		return fmt.Errorf("control-plane binaries missing in %s (run hack/e2e-binaries.sh): %w", *binDir, err)
+	}
+	return nil
 }

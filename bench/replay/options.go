@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -67,21 +66,8 @@ func (o *Options) defaults() error {
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	if o.Root == "" {
-		root, err := admission.ModuleRoot()
-		if err != nil {
-			return err
-		}
-		o.Root = root
-	}
-	if o.BinDir == "" {
-		o.BinDir = os.Getenv("GPUADMIT_E2E_BIN")
-	}
-	if o.BinDir == "" {
-		o.BinDir = filepath.Join(o.Root, "test/e2e/.bin/v1.37.0")
-	}
-	if _, err := os.Stat(filepath.Join(o.BinDir, "kube-apiserver")); err != nil {
-		return fmt.Errorf("control-plane binaries missing in %s (run hack/e2e-binaries.sh): %w", o.BinDir, err)
+	if err := admission.ControlPlaneDirs(&o.Root, &o.BinDir); err != nil {
+		return err
 	}
 	if o.Scheduler == "" {
 		o.Scheduler = os.Getenv("GPUADMIT_SCHEDULER_BIN")
