@@ -27,13 +27,7 @@ func admissionCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out != "" {
-				if err := rep.WriteFiles(out); err != nil {
-					return err
-				}
-			}
-			rep.Markdown(cmd.OutOrStdout())
-			return nil
+			return report(cmd, rep, out)
 		},
 	}
 	f := cmd.Flags()

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/signal"
 
@@ -22,4 +23,21 @@ func main() {
 	if err := root.ExecuteContext(ctx); err != nil {
 		os.Exit(1)
 	}
+}
+
+// outcome is a benchmark run: files for a directory, a table for a person.
+type outcome interface {
+	WriteFiles(dir string) error
+	Markdown(w io.Writer)
+}
+
+// report writes rep's files into out (none when out is empty), then its table to stdout.
+func report(cmd *cobra.Command, rep outcome, out string) error {
+	if out != "" {
+		if err := rep.WriteFiles(out); err != nil {
+			return err
+		}
+	}
+	rep.Markdown(cmd.OutOrStdout())
+	return nil
 }
