@@ -34,10 +34,19 @@ func thousandNodes() []corev1.Node {
 // BenchmarkDecide1000Nodes is one admission decision (intent, Rego policy,
 // pool choice, mutation, patch) with the default policies over an inventory
 // of 1,000 nodes, as the webhook runs it with its informer-built inventory.
-func BenchmarkDecide1000Nodes(b *testing.B) {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
+func BenchmarkDecide1000Nodes(b *testing.B) { benchDecide(b, defaultEngine) }
+
+// benchPod is the benchmarks' pod: HAMi's 3000 MiB, class inference.
+func benchPod() *corev1.Pod {
 	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
 	p.Labels = map[string]string{"gpuadmit.io/class": "inference"}
+	return p
+}
+
+// benchDecide decides benchPod over 1,000 nodes with eval, again and again.
+func benchDecide(b *testing.B, eval Evaluator) {
+	m := NewMutator(eval, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
+	p := benchPod()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -54,27 +63,14 @@ type noMemo struct{ Evaluator }
 // BenchmarkDecideFresh1000Nodes is BenchmarkDecide1000Nodes with the policy
 // evaluated for every pod: the pods of a template the memo has not seen, or
 // pods that are all different.
-func BenchmarkDecideFresh1000Nodes(b *testing.B) {
-	m := NewMutator(noMemo{defaultEngine}, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
-	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
-	p.Labels = map[string]string{"gpuadmit.io/class": "inference"}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := m.Mutate(ctx, Request{Pod: p})
-		if err != nil || !res.Allowed {
-			b.Fatalf("allowed %v, err %v: %s", res.Allowed, err, res.Message)
-		}
-	}
-}
+func BenchmarkDecideFresh1000Nodes(b *testing.B) { benchDecide(b, noMemo{defaultEngine}) }
 
 // BenchmarkMemoHit is the policy step of a decision the memo answers: the
 // view, the key's hash and the lookup.
 func BenchmarkMemoHit(b *testing.B) {
 	inv := inventory.Build(thousandNodes(), allocator.Default())
 	m := NewMutator(defaultEngine, StaticInventory{Inv: inv}, MutatorOptions{})
-	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
-	p.Labels = map[string]string{"gpuadmit.io/class": "inference"}
+	p := benchPod()
 	want, errs := intent.Read(p)
 	if len(errs) > 0 {
 		b.Fatal(errs)
