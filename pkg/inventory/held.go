@@ -13,15 +13,6 @@ type Held struct {
 	Pending map[string]int64
 }
 
-// Free is what node n has left of each of its GPU resources.
-func (h Held) Free(n Node) map[string]int64 {
-	out := make(map[string]int64, len(n.Allocatable))
-	for r, q := range n.Allocatable {
-		out[r] = max(q-h.ByNode[n.Name][r], 0)
-	}
-	return out
-}
-
 // FitsNode reports whether one of nodes has demand free.
 func (h Held) FitsNode(nodes []Node, demand map[string]int64) bool {
 	for _, n := range nodes {
@@ -32,13 +23,13 @@ func (h Held) FitsNode(nodes []Node, demand map[string]int64) bool {
 	return false
 }
 
-// free is Free(n)[r], without making the map: decisions ask this of every
-// node of a pool.
+// free is what node n has left of resource r: decisions ask this of every
+// node of a pool, so it makes no map.
 func (h Held) free(n Node, r string) int64 {
 	return max(n.Allocatable[r]-h.ByNode[n.Name][r], 0)
 }
 
-// fits reports whether n has demand free, without making Free's map.
+// fits reports whether n has demand free.
 func (h Held) fits(n Node, demand map[string]int64) bool {
 	for r, q := range demand {
 		if h.free(n, r) < q {
