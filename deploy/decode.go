@@ -56,3 +56,18 @@ func DecodeStream(stream []byte, dec runtime.Decoder, each func(runtime.Object, 
 		}
 	}
 }
+
+// DecodeByKind decodes every document of a YAML stream strictly, with the
+// kinds the scheme adders register, and groups the objects by kind.
+func DecodeByKind(stream []byte, adders ...func(*runtime.Scheme) error) (map[string][]runtime.Object, error) {
+	dec, err := StrictDecoder(adders...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]runtime.Object{}
+	err = DecodeStream(stream, dec, func(obj runtime.Object, gvk *schema.GroupVersionKind) error {
+		out[gvk.Kind] = append(out[gvk.Kind], obj)
+		return nil
+	})
+	return out, err
+}

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -107,15 +106,7 @@ func concatenate(t *testing.T) []byte {
 // decode decodes every document strictly: a misspelt field fails here.
 func decode(t *testing.T, stream []byte) map[string][]runtime.Object {
 	t.Helper()
-	dec, err := deploy.StrictDecoder(clientgoscheme.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]runtime.Object{}
-	err = deploy.DecodeStream(stream, dec, func(obj runtime.Object, gvk *schema.GroupVersionKind) error {
-		out[gvk.Kind] = append(out[gvk.Kind], obj)
-		return nil
-	})
+	out, err := deploy.DecodeByKind(stream, clientgoscheme.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/gpuadmit/gpuadmit/deploy"
@@ -55,15 +54,7 @@ func build(t *testing.T) map[string][]runtime.Object {
 // decodeStrict decodes every document strictly: a misspelt field fails here.
 func decodeStrict(t *testing.T, stream []byte) map[string][]runtime.Object {
 	t.Helper()
-	dec, err := deploy.StrictDecoder(clientgoscheme.AddToScheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]runtime.Object{}
-	err = deploy.DecodeStream(stream, dec, func(obj runtime.Object, gvk *schema.GroupVersionKind) error {
-		out[gvk.Kind] = append(out[gvk.Kind], obj)
-		return nil
-	})
+	out, err := deploy.DecodeByKind(stream, clientgoscheme.AddToScheme)
 	if err != nil {
 		t.Fatal(err)
 	}
