@@ -41,9 +41,11 @@ func serveNoop(args []string) int {
 	return 0
 }
 
-// TestSmoke runs the benchmark small (4 clients, 20 pods per configuration,
+// TestSmoke runs the benchmark small (4 clients, 100 pods per configuration,
 // 50 nodes) on the real control plane, gpuadmit and the no-op webhook as
-// processes of their own: every configuration creates its pods without an
+// processes of their own. 100 pods take each webhook process several of
+// /proc's 10 ms ticks (20 took the no-op one tick or none), so its CPU is
+// never read as zero by chance. The test checks that: every configuration creates its pods without an
 // error, gpuadmit and OPA mutate every pod, every pod shape comes out of
 // OPA as it comes out of gpuadmit, each webhook server's metrics and CPU
 // time are read from its process, and gpuadmit's memo counts a lookup per
@@ -73,7 +75,7 @@ func TestSmoke(t *testing.T) {
 		t.Skip("opa missing; hack/tools.sh installs it")
 	}
 	var progress bytes.Buffer
-	rep, err := Run(context.Background(), Options{Levels: []int{4}, Pods: 20, Rounds: 1, Nodes: 50,
+	rep, err := Run(context.Background(), Options{Levels: []int{4}, Pods: 100, Rounds: 1, Nodes: 50,
 		Root: root, BinDir: bin, OPA: opa, Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
