@@ -1,14 +1,18 @@
 package allocator
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // FragMemo computes Fragmentation over one target workload's task kinds and
 // remembers it by node state: nodes of one shape in one state (idle nodes
 // of a pool, say) cost one computation, not one each. It is not safe for
 // concurrent use.
 type FragMemo struct {
-	kinds *kindSet
-	memo  map[fragKey]float64
+	kinds  *kindSet
+	memo   map[fragKey]float64
+	models map[string]uint8 // the models in keys, numbered
 }
 
 // maxGPUsPerNode bounds the GPUs a memoized state holds; larger nodes are
@@ -19,17 +23,18 @@ const maxGPUsPerNode = 16
 const memoLimit = 1 << 20
 
 // fragKey is a node state up to the order of its GPUs, which fragmentation
-// does not depend on.
+// does not depend on: small, and free of pointers, so that hashing it is
+// cheap and the garbage collector need not scan the memo. A GPU's milli-GPU
+// left fits int16; the model is its number in FragMemo.models.
 type fragKey struct {
 	cpu, mem int64
-	n        int
-	left     [maxGPUsPerNode]int64
-	model    string
+	n, model uint8
+	left     [maxGPUsPerNode]int16
 }
 
 // NewFragMemo returns a memo for the task kinds tasks.
 func NewFragMemo(tasks []FragTask) *FragMemo {
-	return &FragMemo{kinds: newKindSet(tasks), memo: map[fragKey]float64{}}
+	return &FragMemo{kinds: newKindSet(tasks), memo: map[fragKey]float64{}, models: map[string]uint8{}}
 }
 
 // Tasks returns the task kinds the memo computes fragmentation over.
@@ -37,12 +42,10 @@ func (m *FragMemo) Tasks() []FragTask { return m.kinds.tasks }
 
 // Fragmentation is Fragmentation(n, m.Tasks()).
 func (m *FragMemo) Fragmentation(n FragNode) float64 {
-	if len(n.GPUMilliLeft) > maxGPUsPerNode {
+	k, ok := m.key(n)
+	if !ok {
 		return m.kinds.fragmentation(n)
 	}
-	k := fragKey{cpu: n.MilliCPULeft, mem: n.MemoryMiBLeft, n: len(n.GPUMilliLeft), model: n.Model}
-	copy(k.left[:], n.GPUMilliLeft)
-	slices.Sort(k.left[:k.n])
 	if f, ok := m.memo[k]; ok {
 		return f
 	}
@@ -52,6 +55,32 @@ func (m *FragMemo) Fragmentation(n FragNode) float64 {
 	f := m.kinds.fragmentation(n)
 	m.memo[k] = f
 	return f
+}
+
+// key is n's memo key; ok is false for a node the key cannot hold (too
+// many GPUs, a GPU's left out of range, too many models), which is
+// computed every time.
+func (m *FragMemo) key(n FragNode) (fragKey, bool) {
+	if len(n.GPUMilliLeft) > maxGPUsPerNode {
+		return fragKey{}, false
+	}
+	model, ok := m.models[n.Model]
+	if !ok {
+		if len(m.models) > math.MaxUint8 {
+			return fragKey{}, false
+		}
+		model = uint8(len(m.models))
+		m.models[n.Model] = model
+	}
+	k := fragKey{cpu: n.MilliCPULeft, mem: n.MemoryMiBLeft, n: uint8(len(n.GPUMilliLeft)), model: model}
+	for i, l := range n.GPUMilliLeft {
+		if l < math.MinInt16 || l > math.MaxInt16 {
+			return fragKey{}, false
+		}
+		k.left[i] = int16(l)
+	}
+	slices.Sort(k.left[:k.n])
+	return k, true
 }
 
 // Growth is how much placing task req on n grows n's fragmentation, in
