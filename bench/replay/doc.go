@@ -65,8 +65,11 @@
 //
 // # Placement time
 //
-// gpuadmit-scheduler's own scheduler_plugin_execution_duration_seconds for
-// plugin GPUAdmit, scraped from its metrics port. The scheduler records
+// GPUAdmit's placement time per pod is its PreScore, which scores every
+// node; the plugin records it every cycle in
+// gpuadmit_scheduler_placement_duration_seconds. Next to it, the
+// scheduler's own scheduler_plugin_execution_duration_seconds for plugin
+// GPUAdmit, both scraped from the scheduler's metrics port. The scheduler records
 // plugin durations in 10% of its cycles, and for Filter and Score once per
 // node, into a buffer of 1,000 observations flushed every second that drops
 // what does not fit; so the sample counts are reported with the quantiles.

@@ -31,8 +31,8 @@ var pluginPoints = []string{"PreFilter", "Filter", "PreScore", "Score", "ScoreEx
 // (every plugin of the profile, every cycle: not sampled).
 var cyclePoints = []string{"Filter", "PreScore", "Score"}
 
-// scrape reads the scheduler's timings: GPUAdmit's per extension point
-// (sampled), and for every profile its per-pod Filter, PreScore and Score
+// scrape reads the scheduler's timings: GPUAdmit's placement time per
+// pod (its own histogram, every cycle) and per extension point (sampled), and for every profile its per-pod Filter, PreScore and Score
 // and the scheduling algorithm as a whole.
 func (r *replay) scrape(ctx context.Context) ([]Timing, error) {
 	text, err := get(ctx, r.metrics)
@@ -51,6 +51,9 @@ func (r *replay) scrape(ctx context.Context) ([]Timing, error) {
 		return nil
 	}
 	if r.s.gpuadmit {
+		if err := add("GPUAdmit placement (per pod, every cycle)", "gpuadmit_scheduler_placement_duration_seconds", nil); err != nil {
+			return nil, err
+		}
 		for _, p := range pluginPoints {
 			if err := add("GPUAdmit "+p+" (per call)", "scheduler_plugin_execution_duration_seconds",
 				map[string]string{"plugin": "GPUAdmit", "extension_point": p}); err != nil {

@@ -43,14 +43,23 @@
 //
 // # Per cycle
 //
-// PreScore reads the pod's request and picks the placer set of the
-// workload's revision; Score reads what the node's claims hold and computes
-// the node's cost. Fragmentation is memoized by node state
-// (allocator.FragMemo), which is not safe for concurrent use, and Score
-// runs in parallel: each Score call takes a memo of its own from a pool, so
-// none is shared between goroutines; pooled memos live on across cycles
+// PreScore reads the pod's request, picks the placer set of the workload's
+// revision and scores every feasible node; Score only looks the node's
+// score up. What a node's score needs is kept from one cycle to the next
+// (nodeStates): its GPU views, with its fragmentation before the pod, and
+// the scores of the last requests placed on it. A node's entry ends when
+// the scheduler's cache gives its NodeInfo a new generation (its pods or
+// Node object changed), when any of gpuadmit's ResourceSlices changes, and,
+// for scores, with the workload's revision; so between two cycles only the
+// node the last pod went to is scored afresh, plus every node for a request
+// not seen before. Nodes to score afresh are spread over the scheduler's
+// parallelizer; fragmentation is memoized by node state
+// (allocator.FragMemo), which is not safe for concurrent use, so each
+// goroutine takes a memo of its own from a pool, and pooled memos live on
 // while the workload's revision stays the same. NormalizeScore ranks nodes
-// by their raw scores (see normalize).
+// by their raw scores (see normalize). The plugin's placement time per pod
+// is its PreScore, which gpuadmit_scheduler_placement_duration_seconds
+// records every cycle.
 //
 // # Filter, requeueing, batching
 //

@@ -27,7 +27,8 @@ type shape struct {
 // in the units of its shape, in the order the node side tries them.
 type gpuView struct {
 	shape shape
-	left  []int64
+	left  []int64 // never changed once the view is made
+	kept  *base   // see base
 }
 
 // take is how much of a GPU of shape s item it takes (0 when the pool's

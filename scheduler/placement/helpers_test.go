@@ -39,12 +39,24 @@ const profile = "gpuadmit-scheduler"
 // env is a real scheduling framework with GPUAdmit as its only PreFilter,
 // Filter, PreScore and Score plugin, on informers of a fake clientset
 // (holding objs) and the scheduler's own DRA manager over them, scheduling
-// on a snapshot of nodes and the pods bound to them.
+// on the snapshot of the scheduler's own cache, which holds nodes and the
+// pods bound to them.
 type env struct {
 	ctx      context.Context
 	fw       framework.Framework
 	client   *fake.Clientset
+	cache    internalcache.Cache
 	snapshot *internalcache.Snapshot
+}
+
+// update brings the snapshot up to the cache, as the scheduler does at the
+// start of every cycle: only the NodeInfos that changed are copied, each
+// with the generation the cache gave it.
+func (e *env) update(t testing.TB) {
+	t.Helper()
+	if err := e.cache.UpdateSnapshot(klog.FromContext(e.ctx), e.snapshot); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // cluster is the nodes and the pods bound to them (spec.nodeName set).
@@ -63,13 +75,13 @@ func (c *cluster) add(n *corev1.Node, pods ...*corev1.Pod) {
 }
 
 // newEnv starts the framework; args is the plugin's args as JSON ("" for none).
-func newEnv(t *testing.T, args string, c cluster, objs ...runtime.Object) *env {
+func newEnv(t testing.TB, args string, c cluster, objs ...runtime.Object) *env {
 	t.Helper()
 	return newEnvWith(t, args, c, nil, objs...)
 }
 
 // newEnvWith is newEnv with more framework options.
-func newEnvWith(t *testing.T, args string, c cluster, opts []frameworkruntime.Option, objs ...runtime.Object) *env {
+func newEnvWith(t testing.TB, args string, c cluster, opts []frameworkruntime.Option, objs ...runtime.Object) *env {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
@@ -83,7 +95,19 @@ func newEnvWith(t *testing.T, args string, c cluster, opts []frameworkruntime.Op
 	claims := assumecache.NewAssumeCache(klog.FromContext(ctx), f.Resource().V1().ResourceClaims().Informer(), "resource claim", "", nil)
 	synced := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{})
 	dra := dynamicresources.NewDRAManager(ctx, claims, slices, f)
-	snapshot := internalcache.NewSnapshot(c.pods, c.nodes)
+	sc := internalcache.New(ctx, nil, false, false)
+	for _, n := range c.nodes {
+		sc.AddNode(klog.FromContext(ctx), n)
+	}
+	for _, p := range c.pods {
+		if err := sc.AddPod(klog.FromContext(ctx), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshot := internalcache.NewEmptySnapshot()
+	if err := sc.UpdateSnapshot(klog.FromContext(ctx), snapshot); err != nil {
+		t.Fatal(err)
+	}
 	factory := func(ctx context.Context, _ runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 		var obj runtime.Object
 		if args != "" {
@@ -104,13 +128,13 @@ func newEnvWith(t *testing.T, args string, c cluster, opts []frameworkruntime.Op
 	f.WaitForCacheSync(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), synced.HasSynced) // the claim tracker has seen the informer's list
 	t.Cleanup(func() { cancel(); f.Shutdown() })
-	return &env{ctx: ctx, fw: fw, client: client, snapshot: snapshot}
+	return &env{ctx: ctx, fw: fw, client: client, cache: sc, snapshot: snapshot}
 }
 
 // scores runs PreFilter, Filter, PreScore and Score for pod on every node
 // and returns the total score of each node that passed Filter, and the
 // statuses of those that did not.
-func (e *env) scores(t *testing.T, pod *corev1.Pod) (map[string]int64, map[string]*fwk.Status) {
+func (e *env) scores(t testing.TB, pod *corev1.Pod) (map[string]int64, map[string]*fwk.Status) {
 	t.Helper()
 	nodes, err := e.snapshot.NodeInfos().List()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -298,5 +299,56 @@ func TestHeldOnCountsEachClaimOfTheNodesPodsOnce(t *testing.T) {
 		if c := got.consumed("n", d, s); c != w {
 			t.Errorf("%s: %d MiB held, want %d (the shared claim once, the one in flight, the whole device, no other driver's)", d, c>>20, w>>20)
 		}
+	}
+}
+
+// TestKeptScoresEndWithTheWorkloadRevision: nodeStates keeps each node's
+// scores from cycle to cycle, but a score is the placement cost under one
+// revision of the target workload; under the next, the same unchanged
+// nodes score as a plugin that never saw them scores them.
+func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
+	offer := `{"resource":"gpuadmit.io/gpu-mem","unitMiB":10240,"sharesPerGPU":4}`
+	gpus := `[{"index":0,"healthy":true,"migMode":"Disabled","memoryMiB":40960},{"index":1,"healthy":true,"migMode":"Disabled","memoryMiB":40960}]`
+	share := func(name string, units int64) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				"cpu": resource.MustParse("1"), allocator.ResourceShare: *resource.NewQuantity(units, resource.DecimalSI)}}}}}}
+	}
+	var nodes []fwk.NodeInfo
+	for i := range 8 {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i), Annotations: map[string]string{
+			allocator.AnnotationGPUs: gpus, allocator.AnnotationShare: offer}}}
+		n.Status.Allocatable = corev1.ResourceList{"cpu": resource.MustParse("64"), "memory": resource.MustParse("256Gi")}
+		var pods []*corev1.Pod
+		for j := range i {
+			pods = append(pods, share(fmt.Sprintf("n%d-%d", i, j), int64(1+j%3)))
+		}
+		info := framework.NewNodeInfo(pods...)
+		info.SetNode(n)
+		nodes = append(nodes, info)
+	}
+	r, err := readRequest(share("new", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ones := []weighted{{kind: kind{milliCPU: 1000, item: item{shares: 1}, gpus: 1}, weight: 1}}
+	threes := []weighted{{kind: kind{milliCPU: 1000, item: item{shares: 3}, gpus: 1}, weight: 1}}
+	pl := &Plugin{}
+	var kept nodeStates
+	under := func(s *nodeStates, rev uint64, kinds []weighted) map[string]int64 {
+		out := map[string]int64{}
+		for n, v := range s.score(context.Background(), pl, nodes, r, newPlacerSet(rev, kinds)) {
+			out[n.Node().Name] = v
+		}
+		return out
+	}
+	first := under(&kept, 1, ones)
+	second := under(&kept, 2, threes)
+	var fresh nodeStates
+	if want := under(&fresh, 2, threes); !cmp.Equal(want, second) {
+		t.Errorf("scores under revision 2 (-fresh +kept from revision 1):\n%s", cmp.Diff(want, second))
+	}
+	if cmp.Equal(first, second) {
+		t.Errorf("scores %v the same under both workloads: the test proves nothing", first)
 	}
 }

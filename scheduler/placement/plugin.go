@@ -3,7 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
-	"math"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -26,7 +26,9 @@ type Plugin struct {
 	work          *workload
 	offers        offers
 	placers       placerCache
-	fixedWorkload bool // the args fix the target workload
+	nodes         nodeStates
+	parallel      fwk.Parallelizer // nil in tests that give none
+	fixedWorkload bool             // the args fix the target workload
 }
 
 var (
@@ -48,13 +50,18 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plugin{work: &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}}
+	pl := &Plugin{work: &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}, parallel: h.Parallelizer()}
+	registerMetrics()
 	if m := h.SharedDRAManager(); m != nil {
 		pl.claims = m.ResourceClaims()
 	}
 	if f := h.SharedInformerFactory(); f != nil {
-		if pl.slices, err = indexSlices(f.Resource().V1().ResourceSlices().Informer()); err != nil {
+		inf := f.Resource().V1().ResourceSlices().Informer()
+		if pl.slices, err = indexSlices(inf); err != nil {
 			return nil, err
+		}
+		if _, err := inf.AddEventHandler(pl.sliceHandler()); err != nil {
+			return nil, fmt.Errorf("%s: watch ResourceSlices: %w", Name, err)
 		}
 		if len(args.Workload) == 0 {
 			var claims claimGetter
@@ -154,25 +161,29 @@ func (pl *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod,
 	return nil
 }
 
-// cycle is what PreScore leaves for Score: the pod's request and the
-// scorers of the workload.
-type cycle struct {
-	req request
-	set *placerSet
-}
+// cycle is what PreScore leaves for Score: every node's score. Score is
+// given the NodeInfos PreScore was, so they are the keys.
+type cycle struct{ scores map[fwk.NodeInfo]int64 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
 
-// PreScore reads the pod's GPU request and picks the scorers of the
-// workload's revision. Pods whose request cannot be read skip Score: the
-// plugin then leaves the choice to the other plugins.
-func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+// PreScore reads the pod's GPU request and scores every node, under the
+// workload's current revision, with what the plugin kept of each node
+// since it last changed (nodeStates). Scoring all nodes here, not node by
+// node in Score, lets one lock and one workload snapshot serve the cycle,
+// and makes the plugin's PreScore duration its whole placement time per
+// pod. Pods whose request cannot be read skip Score: the plugin then
+// leaves the choice to the other plugins.
+func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	start := time.Now()
 	r, err := readRequest(pod, pl.claimGetter())
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(scoreKey, &cycle{req: r, set: pl.placers.get(pl.work.snapshot())})
+	scores := pl.nodes.score(ctx, pl, nodes, r, pl.placers.get(pl.work.snapshot()))
+	state.Write(scoreKey, &cycle{scores: scores})
+	placementDuration.Observe(time.Since(start).Seconds())
 	return nil
 }
 
@@ -190,37 +201,33 @@ func (pl *Plugin) claimHolder() claimHolder {
 	return pl.claims
 }
 
-// Score is the raw placement score of the node, scaled to an integer; a
-// node the plugin cannot model scores unscored.
+// Score is the node's score from PreScore; a node the plugin cannot model
+// scores unscored, as does one PreScore was not given.
 func (pl *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, n fwk.NodeInfo) (int64, *fwk.Status) {
 	d, err := state.Read(scoreKey)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	c := d.(*cycle)
-	sc := c.set.get()
-	defer c.set.put(sc)
-	raw, ok := sc.score(n, c.req, pl.view(n, c))
+	s, ok := d.(*cycle).scores[n]
 	if !ok {
 		return unscored, nil
 	}
-	return int64(math.Round(raw * scoreScale)), nil
+	return s, nil
 }
 
-// view is the node's GPUs as the pod's pool mode sees them; for a pod
-// without GPU, whichever GPUs the node has.
-func (pl *Plugin) view(n fwk.NodeInfo, c *cycle) *gpuView {
-	if c.req.gpu() && !c.req.dra {
-		return devicePluginView(n, pl.offers.get(n.Node()), c.req.shareResource)
+// sliceHandler counts changes to gpuadmit's ResourceSlices, which end
+// every node's kept view (nodeStates).
+func (pl *Plugin) sliceHandler() cache.ResourceEventHandler {
+	bump := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if s, ok := obj.(*resourceapi.ResourceSlice); ok && s.Spec.Driver == allocator.DRADriver {
+			pl.nodes.slices.Add(1)
+		}
 	}
-	if v := pl.draView(n); v != nil || c.req.gpu() {
-		return v
-	}
-	o := pl.offers.get(n.Node())
-	if o == nil {
-		return nil
-	}
-	return devicePluginView(n, o, corev1.ResourceName(o.offer.Resource))
+	return cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { bump(obj) },
+		UpdateFunc: func(_, obj any) { bump(obj) }, DeleteFunc: bump}
 }
 
 // draView is the node's GPUs in gpuadmit's ResourceSlices; nil without.

@@ -2,13 +2,17 @@ package placement_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
@@ -154,4 +158,96 @@ func TestParallelScoresAreSequentialScores(t *testing.T) {
 	if len(distinct) < 3 {
 		t.Errorf("only %d distinct scores over 200 nodes in a dozen states: %v", len(distinct), distinct)
 	}
+}
+
+// TestKeptScoresFollowTheNodes: the plugin keeps each node's view and
+// scores from cycle to cycle (nodeStates). After pods come to and leave
+// nodes through the scheduler's own cache, and after a node's
+// ResourceSlice changes, its scores are those of a plugin that never saw
+// the nodes before.
+func TestKeptScoresFollowTheNodes(t *testing.T) {
+	const nodes = 12
+	var c cluster
+	var objs []runtime.Object
+	for i := range nodes {
+		name := fmt.Sprintf("n%02d", i)
+		objs = append(objs, draSlice(name, 4))
+		var pods []*corev1.Pod
+		for j := range i % 4 {
+			claim := fmt.Sprintf("%s-c%d", name, j)
+			objs = append(objs, heldClaim(claim, name, fmt.Sprintf("gpu-%d", j), int64(5+i+j)))
+			pods = append(pods, claimPod(claim, claim))
+		}
+		c.add(node(name), pods...)
+	}
+	objs = append(objs, heldClaim("late", "n00", "gpu-0", 30), shareClaim("want", 10))
+	const workload = `{"workload":[{"gpuMemory":"10Gi","weight":2},{"gpuMemory":"30Gi","weight":1},{"gpus":1,"weight":1}]}`
+	want := claimPod("new", "want")
+	e := newEnv(t, workload, c, objs...)
+	before, _ := e.scores(t, want)
+
+	// A pod comes to n00, which had none, leaving 10 GiB on its first GPU
+	// for the 10 GiB share to fill; n03's last pod leaves.
+	late := claimPod("late", "late")
+	late.Spec.NodeName = "n00"
+	if err := e.cache.AddPod(klog.FromContext(e.ctx), late); err != nil {
+		t.Fatal(err)
+	}
+	gone := c.pods[len(c.pods)-1]
+	for _, p := range c.pods {
+		if p.Spec.NodeName == "n03" {
+			gone = p
+		}
+	}
+	if err := e.cache.RemovePod(klog.FromContext(e.ctx), gone); err != nil {
+		t.Fatal(err)
+	}
+	e.update(t)
+	after, _ := e.scores(t, want)
+	var now cluster
+	for _, n := range c.nodes {
+		var pods []*corev1.Pod
+		for _, p := range append(slices.Clone(c.pods), late) {
+			if p.Spec.NodeName == n.Name && p != gone {
+				pods = append(pods, p)
+			}
+		}
+		now.add(n, pods...)
+	}
+	fresh, _ := newEnv(t, workload, now, objs...).scores(t, want)
+	if diff := cmp.Diff(fresh, after); diff != "" {
+		t.Errorf("scores after pods moved (-fresh plugin +kept):\n%s", diff)
+	}
+	if after["n00"] <= before["n00"] {
+		t.Errorf("n00 scores %d before its pod came, %d after; want higher after", before["n00"], after["n00"])
+	}
+
+	// n05's agent republishes its GPUs under other names (say, after a
+	// driver upgrade), so the claim on gpu-0 holds none of them: the kept
+	// views of every node end.
+	s := draSlice("n05", 4)
+	s.Spec.Pool.Generation = 2
+	for i := range s.Spec.Devices {
+		s.Spec.Devices[i].Name = fmt.Sprintf("gpu-%d", 10+i)
+	}
+	if _, err := e.client.ResourceV1().ResourceSlices().Update(e.ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changed := slices.Clone(objs)
+	for i, o := range changed {
+		if sl, ok := o.(*resourceapi.ResourceSlice); ok && sl.Name == s.Name {
+			changed[i] = s
+		}
+	}
+	fresh, _ = newEnv(t, workload, now, changed...).scores(t, want)
+	if fresh["n05"] == after["n05"] {
+		t.Fatalf("n05 scores %d before and after its slice changed: the change proves nothing", fresh["n05"])
+	}
+	var got map[string]int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, _ = e.scores(t, want); cmp.Equal(fresh, got) {
+			return
+		}
+	}
+	t.Errorf("scores after n05's slice changed (-fresh plugin +kept):\n%s", cmp.Diff(fresh, got))
 }

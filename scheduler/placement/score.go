@@ -33,21 +33,18 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 	if v == nil {
 		v = &gpuView{}
 	}
-	alloc, used := n.GetAllocatable(), n.GetRequested()
-	left := slices.Clone(v.left)
-	fn := allocator.FragNode{MilliCPULeft: alloc.GetMilliCPU() - used.GetMilliCPU(),
-		MemoryMiBLeft: (alloc.GetMemory() - used.GetMemory()) >> 20, Model: v.shape.model()}
-	fn.GPUMilliLeft = v.shape.millis(left)
+	b := v.base(n, c)
+	fn := b.fn
 	var cost float64
+	left := v.left
 	if !r.gpu() && len(left) > 0 {
-		p := c.placer(v.shape)
 		t := allocator.FragTask{MilliCPU: r.milliCPU, MemoryMiB: r.memoryMiB}
-		cost, _ = p.CostOn(fn, p.Fragmentation(fn), t, nil)
+		cost, _ = b.placer.CostOn(fn, b.before, t, nil)
 		fn.MilliCPULeft -= t.MilliCPU
 		fn.MemoryMiBLeft -= t.MemoryMiB
 	}
+	before := b.before
 	for i, it := range r.items {
-		p := c.placer(v.shape)
 		need := v.shape.take(it)
 		g, ok := (&gpuView{shape: v.shape, left: left}).choose(need)
 		if !ok {
@@ -59,12 +56,17 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 		}
 		if i == 0 {
 			t.MilliCPU, t.MemoryMiB = r.milliCPU, r.memoryMiB
+		} else {
+			before = b.placer.Fragmentation(fn)
 		}
-		cc, ok := p.CostOn(fn, p.Fragmentation(fn), t, []int{g})
+		cc, ok := b.placer.CostOn(fn, before, t, []int{g})
 		if !ok {
 			return 0, false
 		}
 		cost += cc
+		if i == 0 {
+			left = slices.Clone(left)
+		}
 		left[g] -= need
 		fn.MilliCPULeft -= t.MilliCPU
 		fn.MemoryMiBLeft -= t.MemoryMiB
@@ -76,6 +78,34 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 	}
 	fit := math.Floor(100 * (1 - 0.5*float64(fn.MilliCPULeft)/bestFitCPU - 0.5*float64(gpuLeft)/bestFitGPU))
 	return -cost + bestFitTie*fit, true
+}
+
+// base is what scoring any request on a node starts from: the node as
+// fragmentation sees it and its fragmentation, under the placer of the
+// scorer's workload revision for the view's shape.
+type base struct {
+	rev    uint64
+	placer *allocator.Placer
+	fn     allocator.FragNode // its GPUMilliLeft is never changed
+	before float64
+}
+
+// base returns v's base on node n for scorer c: the one v keeps when it
+// was made under c's revision. v is the view of one node state (a node
+// whose pods or Node object changed gets new views), which one goroutine
+// at a time scores; the fragmentation depends on the revision's kinds,
+// not on which scorer's placer computes it.
+func (v *gpuView) base(n fwk.NodeInfo, c *scorer) *base {
+	p := c.placer(v.shape)
+	if b := v.kept; b != nil && b.rev == c.set.rev {
+		b.placer = p
+		return b
+	}
+	alloc, used := n.GetAllocatable(), n.GetRequested()
+	fn := allocator.FragNode{MilliCPULeft: alloc.GetMilliCPU() - used.GetMilliCPU(),
+		MemoryMiBLeft: (alloc.GetMemory() - used.GetMemory()) >> 20, Model: v.shape.model(), GPUMilliLeft: v.shape.millis(v.left)}
+	v.kept = &base{rev: c.set.rev, placer: p, fn: fn, before: p.Fragmentation(fn)}
+	return v.kept
 }
 
 // millis is every GPU's left in milli-GPU.

@@ -1,0 +1,81 @@
+package placement_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+)
+
+// traceWorkload is a target workload of DRA shares and whole GPUs, about
+// as varied as the openb default trace's most popular kinds.
+const traceWorkload = `{"workload":[
+ {"gpuMemory":"1Gi","cpu":"4","weight":30},{"gpuMemory":"5Gi","cpu":"8","weight":20},
+ {"gpuMemory":"10Gi","cpu":"8","weight":15},{"gpuMemory":"20Gi","cpu":"16","weight":10},
+ {"gpus":1,"cpu":"8","weight":15},{"gpus":2,"cpu":"16","weight":5},{"gpus":8,"cpu":"64","weight":3},
+ {"cpu":"4","weight":2}]}`
+
+// BenchmarkPlacement1213Nodes is one pod's placement by the plugin at the
+// trace's 1,213 nodes: PreScore and Score on every node, each node with 8
+// GPUs of which its claims hold a different mix, pods of 8 request shapes
+// in turn. Reported per pod; prescore-ns/op is the plugin's PreScore,
+// which scores every node (Score only looks the score up).
+func BenchmarkPlacement1213Nodes(b *testing.B) {
+	const nodes = 1213
+	var c cluster
+	var objs []runtime.Object
+	for i := range nodes {
+		name := fmt.Sprintf("n%04d", i)
+		objs = append(objs, draSlice(name, 8))
+		var pods []*corev1.Pod
+		for j := range i % 11 {
+			claim := fmt.Sprintf("%s-c%d", name, j)
+			objs = append(objs, heldClaim(claim, name, fmt.Sprintf("gpu-%d", (i+j)%8), int64(1+(i*j)%19)))
+			pods = append(pods, claimPod(claim, claim))
+		}
+		c.add(node(name), pods...)
+	}
+	var want []*corev1.Pod
+	for k, gibs := range []int64{1, 5, 10, 20, 3, 7, 2, 15} {
+		claim := fmt.Sprintf("want-%d", k)
+		objs = append(objs, shareClaim(claim, gibs))
+		want = append(want, claimPod(claim, claim))
+	}
+	e := newEnv(b, traceWorkload, c, objs...)
+	infos, err := e.snapshot.NodeInfos().List()
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(b *testing.B, podOf func(i int) *corev1.Pod) {
+		b.ReportAllocs()
+		var preScore time.Duration
+		for i := 0; b.Loop(); i++ {
+			p := podOf(i)
+			state := framework.NewCycleState()
+			start := time.Now()
+			if st := e.fw.RunPreScorePlugins(e.ctx, state, p, infos); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+			preScore += time.Since(start)
+			if _, st := e.fw.RunScorePlugins(e.ctx, state, p, infos); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+		}
+		b.ReportMetric(float64(preScore.Nanoseconds())/float64(b.N), "prescore-ns/op")
+	}
+	// seen: 8 requests in turn, each scored on every node before.
+	b.Run("seen", func(b *testing.B) { run(b, func(i int) *corev1.Pod { return want[i%len(want)] }) })
+	// new: each pod's CPU request differs from every earlier pod's, so no
+	// node has its score kept; the nodes' views are.
+	b.Run("new", func(b *testing.B) {
+		run(b, func(i int) *corev1.Pod {
+			p := want[i%len(want)].DeepCopy()
+			p.Spec.Containers[0].Resources.Requests["cpu"] = *resource.NewMilliQuantity(int64(1000+i), resource.DecimalSI)
+			return p
+		})
+	})
+}
