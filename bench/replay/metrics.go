@@ -24,6 +24,9 @@ type Timing struct {
 	P99Bound float64 `json:"p99BoundMs"` // +Inf past the last bucket, written as -1
 }
 
+// placementMetric labels GPUAdmit's placement time per pod.
+const placementMetric = "GPUAdmit placement (per pod, every cycle)"
+
 // pluginPoints are GPUAdmit's extension points in a scheduling cycle.
 var pluginPoints = []string{"PreFilter", "Filter", "PreScore", "Score", "ScoreExtensionNormalize"}
 
@@ -51,7 +54,7 @@ func (r *replay) scrape(ctx context.Context) ([]Timing, error) {
 		return nil
 	}
 	if r.s.gpuadmit {
-		if err := add("GPUAdmit placement (per pod, every cycle)", "gpuadmit_scheduler_placement_duration_seconds", nil); err != nil {
+		if err := add(placementMetric, "gpuadmit_scheduler_placement_duration_seconds", nil); err != nil {
 			return nil, err
 		}
 		for _, p := range pluginPoints {
