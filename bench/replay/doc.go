@@ -18,8 +18,9 @@
 //     sample of 50 − ⌊nodes/125⌋ percent of the feasible nodes).
 //   - mostallocated: the stock kube-scheduler with NodeResourcesFit scoring
 //     MostAllocated, weights cpu 1, memory 1 and the GPU resource 3 (the
-//     pattern of Kubernetes' "Resource Bin Packing" page), everything else
-//     stock, sample included.
+//     pattern of Kubernetes' "Resource Bin Packing" page), scoring every
+//     node (percentageOfNodesToScore 100, as gpuadmit's profile does),
+//     everything else stock.
 //   - gpuadmit: gpuadmit-scheduler with deploy/scheduler's profile (leader
 //     election off, the one change).
 //
