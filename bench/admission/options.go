@@ -60,6 +60,12 @@ type Options struct {
 	// clients; the webhooks are processes of their own) for every measured round,
 	// cpu-<config>-<level>-r<round>.pprof; empty profiles nothing.
 	ProfileDir string
+	// APIServerProfile, when positive (and ProfileDir set), also takes a
+	// CPU profile of kube-apiserver (its /debug/pprof/profile) over the
+	// first that many seconds of every measured round,
+	// apiserver-<config>-<level>-r<round>.pprof: what the API server spends
+	// on each configuration's pods. Rounds should last longer.
+	APIServerProfile int
 	// Progress receives a line per step and run; nil means none.
 	Progress io.Writer
 }

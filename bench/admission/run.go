@@ -272,7 +272,7 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	if err != nil {
 		return err
 	}
-	stopProfile, err := b.profile(res, round)
+	stopProfile, err := b.profile(ctx, res, round)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,9 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	out := load{namespace: Namespace, prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
 		first: round * pods, pods: pods, clients: clients, mix: b.opts.Mix}.run(ctx)
 	res.CPU.add(cpuBefore, readCPU())
-	stopProfile()
+	if err := stopProfile(); err != nil {
+		return err
+	}
 	after, err := b.scr.snapshot(ctx)
 	if err != nil {
 		return err
@@ -307,15 +309,20 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	return b.clear(ctx)
 }
 
-// profile starts a CPU profile of the round when Options.ProfileDir asks for one.
-func (b *bench) profile(res *Result, round int) (func(), error) {
+// profile starts a CPU profile of the round when Options.ProfileDir asks
+// for one, and one of kube-apiserver when Options.APIServerProfile does;
+// the function it returns ends the first and waits for the second.
+func (b *bench) profile(ctx context.Context, res *Result, round int) (func() error, error) {
 	if b.opts.ProfileDir == "" {
-		return func() {}, nil
+		return func() error { return nil }, nil
 	}
 	if err := os.MkdirAll(b.opts.ProfileDir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.Create(filepath.Join(b.opts.ProfileDir, fmt.Sprintf("cpu-%s-%d-r%d.pprof", res.Config, res.Level, round)))
+	name := func(who string) string {
+		return filepath.Join(b.opts.ProfileDir, fmt.Sprintf("%s-%s-%d-r%d.pprof", who, res.Config, res.Level, round))
+	}
+	f, err := os.Create(name("cpu"))
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +330,27 @@ func (b *bench) profile(res *Result, round int) (func(), error) {
 		f.Close()
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	api := make(chan error, 1)
+	if secs := b.opts.APIServerProfile; secs > 0 {
+		go func() {
+			body, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(secs)).Timeout(time.Duration(secs+30) * time.Second).DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(name("apiserver"), body, 0o644)
+			}
+			api <- err
+		}()
+	} else {
+		api <- nil
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		f.Close()
+		if err := <-api; err != nil {
+			return fmt.Errorf("kube-apiserver profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // clear deletes the round's pods and, once gpuadmit's Events stop arriving, the Events.

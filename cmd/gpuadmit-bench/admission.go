@@ -44,6 +44,7 @@ func admissionCmd() *cobra.Command {
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
 	f.BoolVar(&o.PodEvents, "pod-events", false, "run gpuadmit with a GPUAdmitted Event per admitted pod (the webhook's --pod-events, off by default)")
 	f.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of this process (the clients) for every measured round here")
+	f.IntVar(&o.APIServerProfile, "apiserver-profile-seconds", 0, "with --cpuprofile-dir, also profile kube-apiserver over the first this many seconds of every measured round")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
 	return cmd
 }
