@@ -1,5 +1,10 @@
 package allocator
 
+import (
+	"cmp"
+	"slices"
+)
+
 // kindSet is a workload's task kinds arranged for Fragmentation: kinds that
 // ask for the same GPU shape (milli-GPU per GPU, GPU count, accepted models)
 // share one look at a node's GPUs, so a node costs one pass over its GPUs
@@ -8,7 +13,14 @@ package allocator
 type kindSet struct {
 	tasks  []FragTask
 	shape  []int // shape[i] indexes shapes for tasks[i]
+	// The tasks' CPU, memory and weight, in arrays of their own for the
+	// loop over kinds that every fragmentation runs.
+	cpu, mem []int64
+	weight   []float64
 	shapes []gpuShape
+	// byMilli lists the shapes by milli-GPU per GPU, largest first, for
+	// one sweep over a node's GPUs sorted the same way.
+	byMilli []int
 	// frag is scratch, per shape: the fragment when a kind of that shape
 	// can run on the node, or -1 when no kind of it can.
 	frag []int64
@@ -26,9 +38,11 @@ func shapeOf(t FragTask) gpuShape {
 }
 
 func newKindSet(tasks []FragTask) *kindSet {
-	s := &kindSet{tasks: tasks, shape: make([]int, len(tasks))}
+	s := &kindSet{tasks: tasks, shape: make([]int, len(tasks)),
+		cpu: make([]int64, len(tasks)), mem: make([]int64, len(tasks)), weight: make([]float64, len(tasks))}
 	index := map[gpuShape]int{}
 	for i, t := range tasks {
+		s.cpu[i], s.mem[i], s.weight[i] = t.MilliCPU, t.MemoryMiB, t.Weight
 		sh := shapeOf(t)
 		j, ok := index[sh]
 		if !ok {
@@ -39,6 +53,11 @@ func newKindSet(tasks []FragTask) *kindSet {
 		s.shape[i] = j
 	}
 	s.frag = make([]int64, len(s.shapes))
+	s.byMilli = make([]int, len(s.shapes))
+	for j := range s.byMilli {
+		s.byMilli[j] = j
+	}
+	slices.SortStableFunc(s.byMilli, func(a, b int) int { return cmp.Compare(s.shapes[b].milli, s.shapes[a].milli) })
 	return s
 }
 
@@ -50,18 +69,53 @@ func (s *kindSet) fragmentation(n FragNode) float64 {
 	if left == 0 {
 		return 0
 	}
-	for j, sh := range s.shapes {
-		s.frag[j] = shapeFragment(n, sh)
-	}
+	s.shapeFragments(n, left)
 	var f float64
-	for i, t := range s.tasks {
-		frag := s.frag[s.shape[i]]
-		if frag < 0 || n.MilliCPULeft < t.MilliCPU || n.MemoryMiBLeft < t.MemoryMiB {
+	cpu, mem, weight, shape := s.cpu, s.mem[:len(s.cpu)], s.weight[:len(s.cpu)], s.shape[:len(s.cpu)]
+	for i, c := range cpu {
+		frag := s.frag[shape[i]]
+		if frag < 0 || n.MilliCPULeft < c || n.MemoryMiBLeft < mem[i] {
 			frag = left
 		}
-		f += t.Weight * float64(frag)
+		f += weight[i] * float64(frag)
 	}
 	return f
+}
+
+// shapeFragments fills s.frag with shapeFragment(n, shape) for every shape,
+// in one sweep: with n's GPUs sorted by what they have left, largest
+// first, the GPUs with at least a shape's milli-GPU left are a prefix, which
+// only grows as the shapes' milli-GPU shrinks; a shape's fragment is what
+// the GPUs past that prefix have left. left is the sum of n's GPUs' left.
+func (s *kindSet) shapeFragments(n FragNode, left int64) {
+	var buf [maxGPUsPerNode]int64
+	g := buf[:0]
+	if len(n.GPUMilliLeft) > len(buf) {
+		g = make([]int64, 0, len(n.GPUMilliLeft))
+	}
+	g = append(g, n.GPUMilliLeft...)
+	for i := 1; i < len(g); i++ { // insertion sort, largest first: a node has few GPUs
+		for j := i; j > 0 && g[j] > g[j-1]; j-- {
+			g[j], g[j-1] = g[j-1], g[j]
+		}
+	}
+	fits, fitLeft := 0, int64(0) // the GPUs with at least the shape's milli-GPU, and their sum
+	for _, j := range s.byMilli {
+		sh := s.shapes[j]
+		if sh.milli == 0 {
+			s.frag[j] = -1
+			continue
+		}
+		for fits < len(g) && g[fits] >= sh.milli {
+			fitLeft += g[fits]
+			fits++
+		}
+		if fits < sh.gpus || !ModelAllowed(sh.spec, n.Model) {
+			s.frag[j] = -1
+			continue
+		}
+		s.frag[j] = left - fitLeft
+	}
 }
 
 // shapeFragment is the milli-GPU idle on n that a task of shape sh cannot

@@ -37,3 +37,36 @@ func TestKindSetMatchesFragmentation(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKindSetFragmentation is one node's fragmentation over a
+// workload of 126 kinds in 24 GPU shapes (the openb default trace's GPU
+// kinds number 126, its shapes 24), on 8-GPU nodes in random states.
+func BenchmarkKindSetFragmentation(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	shapes := make([]FragTask, 24)
+	for i := range shapes {
+		if i < 20 {
+			shapes[i] = FragTask{GPUs: 1, GPUMilli: int64(50 * (i + 1))}
+		} else {
+			shapes[i] = FragTask{GPUs: 1 << (i - 20), GPUMilli: MilliPerGPU}
+		}
+	}
+	var tasks []FragTask
+	for i := range 126 {
+		t := shapes[i%len(shapes)]
+		t.MilliCPU, t.MemoryMiB, t.Weight = int64(1+r.IntN(32))*1000, int64(r.IntN(64))*1024, r.Float64()
+		tasks = append(tasks, t)
+	}
+	s := newKindSet(tasks)
+	nodes := make([]FragNode, 256)
+	for i := range nodes {
+		nodes[i] = FragNode{MilliCPULeft: int64(r.IntN(96)) * 1000, MemoryMiBLeft: int64(r.IntN(512)) * 1024}
+		for range 8 {
+			nodes[i].GPUMilliLeft = append(nodes[i].GPUMilliLeft, []int64{0, 1000, int64(r.IntN(1001))}[r.IntN(3)])
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.fragmentation(nodes[i%len(nodes)])
+	}
+}
