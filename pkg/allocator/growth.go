@@ -3,6 +3,7 @@ package allocator
 import (
 	"math"
 	"slices"
+	"strings"
 )
 
 // FragMemo computes Fragmentation over one target workload's task kinds and
@@ -70,7 +71,7 @@ func (m *FragMemo) key(n FragNode) (fragKey, bool) {
 			return fragKey{}, false
 		}
 		model = uint8(len(m.models))
-		m.models[n.Model] = model
+		m.models[strings.Clone(n.Model)] = model // a copy, so that n does not leak to the heap
 	}
 	k := fragKey{cpu: n.MilliCPULeft, mem: n.MemoryMiBLeft, n: uint8(len(n.GPUMilliLeft)), model: model}
 	for i, l := range n.GPUMilliLeft {
@@ -91,7 +92,7 @@ func (m *FragMemo) key(n FragNode) (fragKey, bool) {
 // it. ok is false when req does not fit n's GPUs.
 func (m *FragMemo) Growth(n FragNode, before float64, req FragTask) (growth float64, gpus []int, ok bool) {
 	after := FragNode{MilliCPULeft: n.MilliCPULeft - req.MilliCPU, MemoryMiBLeft: n.MemoryMiBLeft - req.MemoryMiB,
-		GPUMilliLeft: slices.Clone(n.GPUMilliLeft), Model: n.Model}
+		GPUMilliLeft: append(make([]int64, 0, maxGPUsPerNode), n.GPUMilliLeft...), Model: n.Model}
 	if req.GPUs == 0 {
 		return m.Fragmentation(after) - before, nil, true
 	}
@@ -182,7 +183,7 @@ func (p *Placer) CostOn(n FragNode, before float64, req FragTask, gpus []int) (c
 		return 0, false
 	}
 	after := FragNode{MilliCPULeft: n.MilliCPULeft - req.MilliCPU, MemoryMiBLeft: n.MemoryMiBLeft - req.MemoryMiB,
-		GPUMilliLeft: slices.Clone(n.GPUMilliLeft), Model: n.Model}
+		GPUMilliLeft: append(make([]int64, 0, maxGPUsPerNode), n.GPUMilliLeft...), Model: n.Model}
 	for i, g := range gpus {
 		if g < 0 || g >= len(after.GPUMilliLeft) || after.GPUMilliLeft[g] < req.GPUMilli || slices.Contains(gpus[:i], g) {
 			return 0, false

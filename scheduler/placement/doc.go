@@ -47,7 +47,7 @@
 // revision and scores every feasible node; Score only looks the node's
 // score up. What a node's score needs is kept from one cycle to the next
 // (nodeStates): its GPU views, with its fragmentation before the pod, and
-// the scores of the last requests placed on it. A node's entry ends when
+// the score of every request placed on it. A node's entry ends when
 // the scheduler's cache gives its NodeInfo a new generation (its pods or
 // Node object changed), when any of gpuadmit's ResourceSlices changes, and,
 // for scores, with the workload's revision; so between two cycles only the

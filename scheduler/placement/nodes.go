@@ -50,23 +50,27 @@ type nodeState struct {
 	views map[viewKey]*gpuView // nil entries: the node has no such view
 
 	rev, epoch uint64
-	scores     []kept // the newest last
+	scores     []int64 // by request number; notKept where none is kept
 }
 
-// kept is the score of the request numbered req.
-type kept struct {
-	req   uint32
-	score int64
-}
+// notKept marks a request number without a kept score (unscored, the
+// lowest score, is a score).
+const notKept = math.MaxInt64
 
 // find is the score kept for request req.
 func (st *nodeState) find(req uint32) (int64, bool) {
-	for _, k := range st.scores {
-		if k.req == req {
-			return k.score, true
-		}
+	if int(req) < len(st.scores) && st.scores[req] != notKept {
+		return st.scores[req], true
 	}
 	return 0, false
+}
+
+// keep keeps score for request req.
+func (st *nodeState) keep(req uint32, score int64) {
+	for int(req) >= len(st.scores) {
+		st.scores = append(st.scores, notKept)
+	}
+	st.scores[req] = score
 }
 
 // viewKey names a view of a node's GPUs: its DRA devices (res empty), or
@@ -97,10 +101,13 @@ func keyOf(r request) (reqKey, bool) {
 
 // Bounds on what an entry and the cache keep.
 const (
-	scoresPerNode = 32      // distinct requests remembered per node, the newest
-	maxRequests   = 1 << 16 // distinct requests numbered before the numbering starts over
-	forgetAfter   = 1024    // cycles after which a node not scored is forgotten
-	parallelFrom  = 64      // nodes to compute before the work is spread over goroutines
+	// maxRequests is how many distinct requests are numbered before the
+	// numbering (and every node's kept scores) starts over: a node keeps
+	// a score for each, 8 bytes, so at most 8 KiB a node. The openb
+	// default trace asks 151 distinct requests.
+	maxRequests  = 1024
+	forgetAfter  = 1024 // cycles after which a node not scored is forgotten
+	parallelFrom = 64   // nodes to compute before the work is spread over goroutines
 )
 
 // score returns the score of r on each of nodes: the cached one
@@ -158,10 +165,7 @@ func (s *nodeStates) score(ctx context.Context, pl *Plugin, nodes []fwk.NodeInfo
 	for j, i := range missed {
 		st := states[i]
 		if cacheable {
-			if len(st.scores) == scoresPerNode {
-				st.scores = append(st.scores[:0], st.scores[1:]...)
-			}
-			st.scores = append(st.scores, kept{req: req, score: got[j]})
+			st.keep(req, got[j])
 		}
 		out[nodes[i]] = got[j]
 	}

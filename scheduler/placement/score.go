@@ -43,7 +43,7 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 		fn.MilliCPULeft -= t.MilliCPU
 		fn.MemoryMiBLeft -= t.MemoryMiB
 	}
-	before := b.before
+	before, gpuLeft := b.before, b.gpuLeft
 	for i, it := range r.items {
 		need := v.shape.take(it)
 		g, ok := (&gpuView{shape: v.shape, left: left}).choose(need)
@@ -64,17 +64,16 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 			return 0, false
 		}
 		cost += cc
-		if i == 0 {
-			left = slices.Clone(left)
-		}
-		left[g] -= need
+		gpuLeft += v.shape.milli(max(left[g]-need, 0)) - v.shape.milli(max(left[g], 0))
 		fn.MilliCPULeft -= t.MilliCPU
 		fn.MemoryMiBLeft -= t.MemoryMiB
-		fn.GPUMilliLeft = v.shape.millis(left)
-	}
-	var gpuLeft int64
-	for _, l := range fn.GPUMilliLeft {
-		gpuLeft += l
+		if i+1 < len(r.items) { // the next item sees this one placed
+			if i == 0 {
+				left = slices.Clone(left)
+			}
+			left[g] -= need
+			fn.GPUMilliLeft = v.shape.millis(left)
+		}
 	}
 	fit := math.Floor(100 * (1 - 0.5*float64(fn.MilliCPULeft)/bestFitCPU - 0.5*float64(gpuLeft)/bestFitGPU))
 	return -cost + bestFitTie*fit, true
@@ -86,8 +85,9 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 type base struct {
 	rev    uint64
 	placer *allocator.Placer
-	fn     allocator.FragNode // its GPUMilliLeft is never changed
-	before float64
+	fn      allocator.FragNode // its GPUMilliLeft is never changed
+	before  float64
+	gpuLeft int64 // the sum of fn.GPUMilliLeft
 }
 
 // base returns v's base on node n for scorer c: the one v keeps when it
@@ -105,6 +105,9 @@ func (v *gpuView) base(n fwk.NodeInfo, c *scorer) *base {
 	fn := allocator.FragNode{MilliCPULeft: alloc.GetMilliCPU() - used.GetMilliCPU(),
 		MemoryMiBLeft: (alloc.GetMemory() - used.GetMemory()) >> 20, Model: v.shape.model(), GPUMilliLeft: v.shape.millis(v.left)}
 	v.kept = &base{rev: c.set.rev, placer: p, fn: fn, before: p.Fragmentation(fn)}
+	for _, l := range fn.GPUMilliLeft {
+		v.kept.gpuLeft += l
+	}
 	return v.kept
 }
 
