@@ -294,3 +294,24 @@ func (h Histogram) NativeBound(q float64) float64 {
 	}
 	return math.Pow(2, float64(idx[len(idx)-1])/math.Pow(2, float64(h.Schema)))
 }
+
+// get returns the body of a 200 response from url.
+func get(ctx context.Context, url string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, b)
+	}
+	return b, nil
+}

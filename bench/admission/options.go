@@ -64,7 +64,8 @@ type Options struct {
 	// CPU profile of kube-apiserver (its /debug/pprof/profile) over the
 	// first that many seconds of every measured round,
 	// apiserver-<config>-<level>-r<round>.pprof: what the API server spends
-	// on each configuration's pods. Rounds should last longer.
+	// on each configuration's pods; with WebhookPprof, gpuadmit's process
+	// too (gpuadmit-<config>-…). Rounds should last longer.
 	APIServerProfile int
 	// Progress receives a line per step and run; nil means none.
 	Progress io.Writer

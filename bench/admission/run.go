@@ -330,26 +330,35 @@ func (b *bench) profile(ctx context.Context, res *Result, round int) (func() err
 		f.Close()
 		return nil, err
 	}
-	api := make(chan error, 1)
+	// kube-apiserver's profile, and gpuadmit's where it serves one.
+	var fetches []func() error
 	if secs := b.opts.APIServerProfile; secs > 0 {
-		go func() {
+		fetches = append(fetches, func() error {
 			body, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
 				Param("seconds", strconv.Itoa(secs)).Timeout(time.Duration(secs+30) * time.Second).DoRaw(ctx)
-			if err == nil {
-				err = os.WriteFile(name("apiserver"), body, 0o644)
+			if err != nil {
+				return fmt.Errorf("kube-apiserver profile: %w", err)
 			}
-			api <- err
-		}()
-	} else {
-		api <- nil
+			return os.WriteFile(name("apiserver"), body, 0o644)
+		})
+		if res.Config == Gpuadmit && b.opts.WebhookPprof != "" {
+			fetches = append(fetches, func() error {
+				body, err := get(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.opts.WebhookPprof, secs))
+				if err != nil {
+					return fmt.Errorf("gpuadmit profile: %w", err)
+				}
+				return os.WriteFile(name("gpuadmit"), body, 0o644)
+			})
+		}
+	}
+	var g errgroup.Group
+	for _, f := range fetches {
+		g.Go(f)
 	}
 	return func() error {
 		pprof.StopCPUProfile()
 		f.Close()
-		if err := <-api; err != nil {
-			return fmt.Errorf("kube-apiserver profile: %w", err)
-		}
-		return nil
+		return g.Wait()
 	}, nil
 }
 
