@@ -118,8 +118,18 @@ func withPatch(arrived *corev1.Pod, out Result) (Result, error) {
 	return out, nil
 }
 
-// diff is the RFC 6902 patch that turns a into b.
+// diff is the RFC 6902 patch that turns a into b: from the fields gpuadmit
+// writes alone (writtenPatch) where nothing else differs, else from the
+// whole pods. Both give the same patch.
 func diff(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
+	if patch, ok, err := writtenPatch(a, b); ok || err != nil {
+		return patch, err
+	}
+	return podPatch(a, b)
+}
+
+// podPatch is the patch that turns a into b, from both pods whole.
+func podPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
 	ja, err := json.Marshal(a)
 	if err != nil {
 		return nil, fmt.Errorf("encode pod: %w", err)
@@ -128,6 +138,11 @@ func diff(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode mutated pod: %w", err)
 	}
+	return jsonPatch(ja, jb)
+}
+
+// jsonPatch is the patch between two JSON documents, in a stable order.
+func jsonPatch(ja, jb []byte) ([]jsonpatch.Operation, error) {
 	patch, err := jsonpatch.CreatePatch(ja, jb)
 	if err != nil {
 		return nil, fmt.Errorf("create patch: %w", err)

@@ -1,0 +1,119 @@
+package mutate
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestWrittenPatchIsThePodPatch: for every README example gpuadmit admits,
+// the patch from the fields gpuadmit writes is taken (nothing else
+// differs) and is the patch from the two pods whole, operation for
+// operation.
+func TestWrittenPatchIsThePodPatch(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/pods/*.yaml")
+	ns := &corev1.Namespace{}
+	readYAML(t, "../../examples/namespace.yaml", ns)
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
+	admitted := 0
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			in := &corev1.Pod{}
+			readYAML(t, f, in)
+			res, err := m.Mutate(context.Background(), Request{Pod: in, Namespace: ns})
+			if err != nil || !res.Allowed || len(res.Patch) == 0 {
+				return
+			}
+			admitted++
+			got, ok, err := writtenPatch(in, res.Pod)
+			if err != nil || !ok {
+				t.Fatalf("writtenPatch: ok %v, err %v; want the written fields' patch", ok, err)
+			}
+			want, err := podPatch(in, res.Pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("patch (-whole pods +written fields):\n%s", diff)
+			}
+		})
+	}
+	if admitted < 5 {
+		t.Errorf("only %d examples admitted with a patch; the test proves little", admitted)
+	}
+}
+
+// TestDiffComparesWholePodsWhenMoreDiffers: a change outside the fields
+// gpuadmit writes (a host network, a container more) is not lost: diff
+// falls back to the whole pods and the patch carries it.
+func TestDiffComparesWholePodsWhenMoreDiffers(t *testing.T) {
+	a := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}
+	for name, change := range map[string]func(*corev1.Pod){
+		"host network":    func(p *corev1.Pod) { p.Spec.HostNetwork = true },
+		"container image": func(p *corev1.Pod) { p.Spec.Containers[0].Image = "y" },
+		"container more":  func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side"}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := a.DeepCopy()
+			b.Labels = map[string]string{LabelManaged: "true"}
+			change(b)
+			if _, ok, _ := writtenPatch(a, b); ok {
+				t.Fatal("writtenPatch took a change outside the written fields")
+			}
+			got, err := diff(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := podPatch(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" || len(got) < 2 {
+				t.Errorf("patch %v (-whole pods +diff):\n%s", got, diff)
+			}
+		})
+	}
+}
+
+// BenchmarkDiff is the patch of a decided pod of a Deployment-like spec
+// (probes, 20 environment variables, volumes, a sidecar): from the
+// written fields (diff) and from the pods whole (podPatch).
+func BenchmarkDiff(b *testing.B) {
+	in := &corev1.Pod{}
+	readYAML(b, "../../examples/pods/hami-memory.yaml", in)
+	for i := range 20 {
+		in.Spec.Containers[0].Env = append(in.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: strings.Repeat("v", 40)})
+	}
+	in.Spec.Containers[0].Command = []string{"python", "-m", "server", "--port=8080", "--workers=4"}
+	in.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}, PeriodSeconds: 10}
+	in.Spec.Containers[0].ReadinessProbe = in.Spec.Containers[0].LivenessProbe.DeepCopy()
+	for i := range 4 {
+		v := fmt.Sprintf("data-%d", i)
+		in.Spec.Volumes = append(in.Spec.Volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: v}}}})
+		in.Spec.Containers[0].VolumeMounts = append(in.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v, MountPath: "/etc/" + v})
+	}
+	in.Spec.Containers = append(in.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoyproxy/envoy:v1.30", Args: []string{"-c", "/etc/envoy.yaml"}})
+	ns := &corev1.Namespace{}
+	readYAML(b, "../../examples/namespace.yaml", ns)
+	res, err := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(b)}, MutatorOptions{}).Mutate(context.Background(), Request{Pod: in, Namespace: ns})
+	if err != nil || !res.Allowed {
+		b.Fatalf("allowed %v, err %v: %s", res.Allowed, err, res.Message)
+	}
+	for name, f := range map[string]func(a, b *corev1.Pod) ([]jsonpatch.Operation, error){"written": diff, "whole": podPatch} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f(in, res.Pod); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
