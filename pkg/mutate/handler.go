@@ -132,7 +132,7 @@ func (h *Handler) report(ctx context.Context, req admission.Request, pod *corev1
 		log.V(2).Info("no GPU asked", "pod", podRef(pod), "outcome", outcome)
 		return
 	}
-	log.Info("decision", "pod", podRef(pod), "revision", res.Revision, "outcome", outcome,
+	log.Info("decision", "pod", podRef(pod), "user", req.UserInfo.Username, "revision", res.Revision, "outcome", outcome,
 		"asked", asked(pod), "decision", res.Pod.Annotations[AnnotationDecision], "message", res.Message,
 		"dryRun", req.DryRun != nil && *req.DryRun, "seconds", seconds)
 	// An allowed answer without a patch for a GPU pod is a pod gpuadmit already
