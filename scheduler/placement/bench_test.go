@@ -2,6 +2,7 @@ package placement_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,16 +12,25 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
-// traceWorkload is a target workload of DRA shares and whole GPUs, about
-// as varied as the openb default trace's most popular kinds.
-const traceWorkload = `{"workload":[
- {"gpuMemory":"1Gi","cpu":"4","weight":30},{"gpuMemory":"5Gi","cpu":"8","weight":20},
- {"gpuMemory":"10Gi","cpu":"8","weight":15},{"gpuMemory":"20Gi","cpu":"16","weight":10},
- {"gpus":1,"cpu":"8","weight":15},{"gpus":2,"cpu":"16","weight":5},{"gpus":8,"cpu":"64","weight":3},
- {"cpu":"4","weight":2}]}`
+// wideWorkload is a target workload of 126 kinds in 24 GPU shapes, the
+// counts of the openb default trace's GPU kinds: shares of 1 to 20 GiB and
+// 1, 2, 4 or 8 whole GPUs, with CPU and memory varying within a shape.
+func wideWorkload() string {
+	var kinds []string
+	for i := range 126 {
+		shape := i % 24
+		cpu, mem := 1+(i*7)%32, 1+(i*13)%64
+		if shape < 20 {
+			kinds = append(kinds, fmt.Sprintf(`{"gpuMemory":"%dGi","cpu":"%d","memory":"%dGi","weight":%d}`, shape+1, cpu, mem, 1+i%5))
+		} else {
+			kinds = append(kinds, fmt.Sprintf(`{"gpus":%d,"cpu":"%d","memory":"%dGi","weight":%d}`, 1<<(shape-20), cpu, mem, 1+i%5))
+		}
+	}
+	return `{"workload":[` + strings.Join(kinds, ",") + `]}`
+}
 
 // BenchmarkPlacement1213Nodes is one pod's placement by the plugin at the
-// trace's 1,213 nodes: PreScore and Score on every node, each node with 8
+// trace's 1,213 nodes, under a workload of 126 kinds (wideWorkload): PreScore and Score on every node, each node with 8
 // GPUs of which its claims hold a different mix, pods of 8 request shapes
 // in turn. Reported per pod; prescore-ns/op is the plugin's PreScore,
 // which scores every node (Score only looks the score up).
@@ -45,7 +55,7 @@ func BenchmarkPlacement1213Nodes(b *testing.B) {
 		objs = append(objs, shareClaim(claim, gibs))
 		want = append(want, claimPod(claim, claim))
 	}
-	e := newEnv(b, traceWorkload, c, objs...)
+	e := newEnv(b, wideWorkload(), c, objs...)
 	infos, err := e.snapshot.NodeInfos().List()
 	if err != nil {
 		b.Fatal(err)
