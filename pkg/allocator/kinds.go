@@ -11,13 +11,13 @@ import (
 // per shape and one comparison of CPU and memory per kind, not two passes
 // over its GPUs per kind.
 type kindSet struct {
-	tasks  []FragTask
-	shape  []int // shape[i] indexes shapes for tasks[i]
+	tasks []FragTask
+	shape []int // shape[i] indexes shapes for tasks[i]
 	// The tasks' CPU, memory and weight, in arrays of their own for the
 	// loop over kinds that every fragmentation runs.
 	cpu, mem []int64
 	weight   []float64
-	shapes []gpuShape
+	shapes   []gpuShape
 	// byMilli lists the shapes by milli-GPU per GPU, largest first, for
 	// one sweep over a node's GPUs sorted the same way.
 	byMilli []int

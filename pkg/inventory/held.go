@@ -40,14 +40,20 @@ func (h Held) fits(n Node, demand map[string]int64) bool {
 }
 
 // PoolFree is what the pool's nodes have free in all, less what its pending
-// pods will take.
+// pods will take. A node's free is its allocatable less what its pods hold,
+// never below zero; summed, that is the pool's Allocatable less, for the
+// nodes whose pods hold anything, the lesser of held and allocatable, so
+// a decision reads the nodes with pods, not every node of the pool.
 func (h Held) PoolFree(p *Pool, demand map[string]int64) map[string]int64 {
 	out := make(map[string]int64, len(demand))
 	for r := range demand {
-		for _, n := range p.Nodes {
-			out[r] += h.free(n, r)
+		free := p.Allocatable[r]
+		for name, used := range h.ByNode {
+			if n, ok := p.node(name); ok {
+				free -= min(max(used[r], 0), n.Allocatable[r])
+			}
 		}
-		out[r] = max(out[r]-h.Pending[r], 0)
+		out[r] = max(free-h.Pending[r], 0)
 	}
 	return out
 }

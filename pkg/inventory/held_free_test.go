@@ -36,6 +36,13 @@ func TestHeldWithoutMapsMatchesFree(t *testing.T) {
 			}
 			pool.Nodes = append(pool.Nodes, n)
 		}
+		pool.Allocatable = map[string]int64{}
+		for _, n := range pool.Nodes {
+			for x, q := range n.Allocatable {
+				pool.Allocatable[x] += q
+			}
+		}
+		h.ByNode["elsewhere"] = map[string]int64{res[0]: 3} // a node of another pool counts for none here
 		demand := map[string]int64{}
 		for _, x := range res {
 			if r.IntN(2) == 0 {

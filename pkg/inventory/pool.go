@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,6 +152,15 @@ type Pool struct {
 
 	common map[string]string    // selector labels all nodes share
 	offer  allocator.ShareOffer // the nodes' share offer, which all must share
+}
+
+// node is the pool's node of that name (Nodes are sorted by name).
+func (p *Pool) node(name string) (Node, bool) {
+	i, ok := slices.BinarySearchFunc(p.Nodes, name, func(n Node, name string) int { return strings.Compare(n.Name, name) })
+	if !ok {
+		return Node{}, false
+	}
+	return p.Nodes[i], true
 }
 
 // Profile returns the MIG profile the pool serves under that name ("1g.10gb+me" or "1g.10gb.me").

@@ -58,12 +58,7 @@ func newCapacity(clk clock.PassiveClock, log logr.Logger) *capacity {
 
 // Held is what the pool's pods hold, node by node and pending.
 func (c *capacity) Held(_ context.Context, pool *inventory.Pool) inventory.Held {
-	h := inventory.Held{ByNode: make(map[string]map[string]int64, len(pool.Nodes)), Pending: c.ledger.pending(pool.Name)}
-	for _, n := range pool.Nodes {
-		if used := c.tally.get(n.Name); used != nil {
-			h.ByNode[n.Name] = used
-		}
-	}
+	h := inventory.Held{ByNode: c.tally.onNodes(pool.Nodes), Pending: c.ledger.pending(pool.Name)}
 	for r, q := range c.tally.get(pendingPrefix + pool.Name) {
 		h.Pending[r] += q
 	}

@@ -2,10 +2,14 @@ package webhook
 
 import (
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
 // tally keeps, by placement key (a node, or pendingPrefix+pool), the running
@@ -81,6 +85,30 @@ func (t *tally) drop(id types.NamespacedName) {
 }
 
 // get is a copy of the sums at key; nil when nothing counts there.
+// onNodes is what the pods on each of nodes (sorted by name, as a pool's
+// are) hold, for the nodes whose pods
+// hold anything, under one lock: from the nodes, or, where fewer nodes have
+// pods than nodes are asked for, from the sums.
+func (t *tally) onNodes(nodes []inventory.Node) map[string]map[string]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]map[string]int64{}
+	if len(t.sums) < len(nodes) {
+		for key, s := range t.sums {
+			if _, ok := slices.BinarySearchFunc(nodes, key, func(n inventory.Node, name string) int { return strings.Compare(n.Name, name) }); ok {
+				out[key] = maps.Clone(s)
+			}
+		}
+		return out
+	}
+	for _, n := range nodes {
+		if s, ok := t.sums[n.Name]; ok {
+			out[n.Name] = maps.Clone(s)
+		}
+	}
+	return out
+}
+
 func (t *tally) get(key string) map[string]int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()

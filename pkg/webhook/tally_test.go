@@ -1,10 +1,13 @@
 package webhook
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
 // The tally follows a pod from its pool's pending sum to its node's, and
@@ -35,5 +38,34 @@ func TestTallyFollowsAPod(t *testing.T) {
 	tl.remove(bound)
 	if got := tl.get("h100-0"); got != nil {
 		t.Errorf("a deleted pod still holds %v", got)
+	}
+}
+
+// onNodes gives what the pods on the asked nodes hold, and nothing of other
+// nodes or of pending pods, whether it walks the nodes (more sums than
+// nodes) or the sums (fewer).
+func TestTallyOnNodes(t *testing.T) {
+	tl := newTally()
+	for i, node := range []string{"h100-0", "h100-2", "a100-0"} {
+		p := holding(fmt.Sprintf("p%d", i), "", "", corev1.PodPending)
+		p.Spec.NodeName = node
+		tl.set(p)
+	}
+	tl.set(holding("pending", "", "", corev1.PodPending))
+	nodes := func(names ...string) []inventory.Node {
+		var out []inventory.Node
+		for _, n := range names {
+			out = append(out, inventory.Node{Name: n})
+		}
+		return out
+	}
+	want := map[string]map[string]int64{"h100-0": tl.get("h100-0"), "h100-2": tl.get("h100-2")}
+	for name, asked := range map[string][]inventory.Node{
+		"fewer nodes than sums": nodes("h100-0", "h100-2"),
+		"more nodes than sums":  nodes("h100-0", "h100-1", "h100-2", "h100-3", "h100-4", "h100-5"),
+	} {
+		if diff := cmp.Diff(want, tl.onNodes(asked)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
 	}
 }
