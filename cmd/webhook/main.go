@@ -38,6 +38,11 @@ func main() {
 
 	log := zap.New(zap.UseFlagOptions(&zopts))
 	ctrl.SetLogger(log)
+	if limit, err := setMemoryLimit(); err != nil {
+		log.Error(err, "memory limit not set")
+	} else if limit > 0 {
+		log.Info("Go memory limit set from the container's", "bytes", limit)
+	}
 	cfg, err := config.GetConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kubeconfig:", err)

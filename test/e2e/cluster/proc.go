@@ -31,7 +31,15 @@ func startProc(path, name, logDir string, args ...string) (*proc, error) {
 
 // startProcLog is startProc with the log file given; it takes logf over.
 func startProcLog(path, name string, logf *os.File, args ...string) (*proc, error) {
+	return startProcEnv(path, name, logf, nil, args...)
+}
+
+// startProcEnv is startProcLog with env added to this process's environment.
+func startProcEnv(path, name string, logf *os.File, env []string, args ...string) (*proc, error) {
 	cmd := exec.Command(path, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

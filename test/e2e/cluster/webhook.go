@@ -12,11 +12,15 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
@@ -108,7 +112,8 @@ func (c *Cluster) startWebhookInProcess(ctx context.Context, opts webhook.Option
 }
 
 // startWebhookProcess runs Options.WebhookBinary (cmd/webhook) with the
-// flags a Deployment would give it, opts' settings, a kubeconfig of
+// flags a Deployment would give it, the environment deploy/base's gives it
+// (deploymentEnv), opts' settings, a kubeconfig of
 // gpuadmit's ServiceAccount and /metrics on a free loopback port. It logs
 // to webhook.log and is stopped with SIGTERM, as a kubelet stops it.
 func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, error) {
@@ -138,7 +143,12 @@ func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, er
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcLog(c.opts.WebhookBinary, "webhook", logf, args...)
+	env, err := deploymentEnv(filepath.Join(c.opts.Root, "deploy/base/deployment.yaml"))
+	if err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p, err := startProcEnv(c.opts.WebhookBinary, "webhook", logf, env, args...)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
 	}
@@ -255,4 +265,59 @@ func (c *Cluster) Readyz() string {
 	b := make([]byte, 4096)
 	n, _ := resp.Body.Read(b)
 	return string(b[:n])
+}
+
+// deploymentEnv is the environment deploy/base's Deployment gives the
+// webhook container that a process here can have: literal values, and the
+// container's own resources from the downward API; the pod's name and
+// namespace (fieldRef) are left out.
+func deploymentEnv(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &appsv1.Deployment{}
+	if err := yaml.Unmarshal(b, d); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "webhook" {
+			continue
+		}
+		var env []string
+		for _, e := range c.Env {
+			switch {
+			case e.ValueFrom == nil:
+				env = append(env, e.Name+"="+e.Value)
+			case e.ValueFrom.ResourceFieldRef != nil:
+				v, err := memoryValue(e.ValueFrom.ResourceFieldRef, c)
+				if err != nil {
+					return nil, fmt.Errorf("%s: env %s: %w", path, e.Name, err)
+				}
+				env = append(env, e.Name+"="+v)
+			}
+		}
+		return env, nil
+	}
+	return nil, fmt.Errorf("%s: no container named webhook", path)
+}
+
+// memoryValue is what the downward API gives for a container's memory
+// request or limit: the bytes divided by the divisor, rounded up, as the
+// kubelet writes it. Other resources are not used by the Deployment.
+func memoryValue(f *corev1.ResourceFieldSelector, c corev1.Container) (string, error) {
+	var q resource.Quantity
+	switch f.Resource {
+	case "limits.memory":
+		q = c.Resources.Limits[corev1.ResourceMemory]
+	case "requests.memory":
+		q = c.Resources.Requests[corev1.ResourceMemory]
+	default:
+		return "", fmt.Errorf("resource %s: only memory is read here", f.Resource)
+	}
+	div := int64(1)
+	if !f.Divisor.IsZero() {
+		div = f.Divisor.Value()
+	}
+	return strconv.FormatInt((q.Value()+div-1)/div, 10), nil
 }
