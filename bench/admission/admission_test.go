@@ -88,7 +88,7 @@ func TestSmoke(t *testing.T) {
 		if r.Errors != 0 || len(r.Latency.Percentiles) != 100 {
 			t.Errorf("%s: %d errors (%s), %d latency percentiles", r.Config, r.Errors, strings.Join(r.ErrorLines, "; "), len(r.Latency.Percentiles))
 		}
-		mutates := r.Config == Gpuadmit || r.Config == OPA
+		mutates := r.Config == Gpuadmit || r.Config == OPA || r.Config == Patch
 		if mutates && r.Mutated != r.Pods || !mutates && r.Mutated != 0 {
 			t.Errorf("%s: %d of %d pods came back mutated", r.Config, r.Mutated, r.Pods)
 		}
@@ -98,7 +98,7 @@ func TestSmoke(t *testing.T) {
 		if r.Config != None && (len(r.Server) == 0 || r.Server[0].Count < float64(r.Pods)) {
 			t.Errorf("%s: server histograms %+v, want each webhook's own /metrics to count its %d pods", r.Config, r.Server, r.Pods)
 		}
-		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
+		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, Patch: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
 			t.Errorf("%s: CPU by process %v, want the time of its own process, %s", r.Config, r.CPU.MsPerPod, proc)
 		}
 		if r.Config == Gpuadmit && (r.Memo == nil || r.Memo.Hits+r.Memo.Misses < float64(r.Pods)) {

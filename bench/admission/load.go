@@ -50,7 +50,7 @@ type load struct {
 type outcome struct {
 	latencies []time.Duration // successful creates
 	errors    []string        // one per failed create
-	mutated   int             // created pods that carry gpuadmit.io/decision
+	mutated   int             // created pods that carry gpuadmit.io/decision or the patch configuration's annotation
 	wall      time.Duration
 }
 
@@ -85,7 +85,7 @@ func (l load) run(ctx context.Context) outcome {
 					continue
 				}
 				lat = append(lat, d)
-				if got.Annotations["gpuadmit.io/decision"] != "" {
+				if got.Annotations["gpuadmit.io/decision"] != "" || got.Annotations[AnnotationPatched] != "" {
 					mutated++
 				}
 			}

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -60,6 +62,32 @@ func (n *noop) Handle(_ context.Context, req cradmission.Request) cradmission.Re
 	return cradmission.Allowed("")
 }
 
+// PatchPath is where the no-op server answers as a minimal mutating
+// webhook: the pod decoded, one annotation added (AnnotationPatched). What
+// it costs beyond the no-op is what the API server spends on any patch,
+// whatever it writes: the pod encoded, patched and decoded again, and
+// admitted once more (the floor under gpuadmit's own cost).
+const PatchPath = "/patch-v1-pod"
+
+// AnnotationPatched is the annotation PatchPath adds.
+const AnnotationPatched = "bench.gpuadmit.io/patched"
+
+// patcher is the handler at PatchPath.
+type patcher struct{ decoder cradmission.Decoder }
+
+func (p *patcher) Handle(_ context.Context, req cradmission.Request) cradmission.Response {
+	pod := &corev1.Pod{}
+	if err := p.decoder.Decode(req, pod); err != nil {
+		return cradmission.Errored(http.StatusBadRequest, err)
+	}
+	if pod.Annotations == nil {
+		return cradmission.Patched("", jsonpatch.Operation{Operation: "add", Path: "/metadata/annotations",
+			Value: map[string]string{AnnotationPatched: "true"}})
+	}
+	return cradmission.Patched("", jsonpatch.Operation{Operation: "add",
+		Path: "/metadata/annotations/" + strings.ReplaceAll(AnnotationPatched, "/", "~1"), Value: "true"})
+}
+
 // ServeNoop is the no-op webhook process: a controller-runtime
 // webhook.Server set up as gpuadmit's (pkg/webhook): the same certificate
 // directory read through a certwatcher, the same TLS defaults, the handler
@@ -82,6 +110,7 @@ func ServeNoop(ctx context.Context, o NoopOptions) error {
 	})
 	recoverPanic := true
 	srv.Register(NoopPath, &cradmission.Webhook{Handler: &noop{decoder: cradmission.NewDecoder(scheme)}, RecoverPanic: &recoverPanic})
+	srv.Register(PatchPath, &cradmission.Webhook{Handler: &patcher{decoder: cradmission.NewDecoder(scheme)}, RecoverPanic: &recoverPanic})
 	metrics, err := metricsserver.NewServer(metricsserver.Options{BindAddress: o.MetricsAddr}, nil, nil)
 	if err != nil {
 		return err

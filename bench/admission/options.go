@@ -13,7 +13,7 @@ import (
 
 // Options configure Run. The zero value runs the full study from inside the
 // repository: levels 10, 50 and 200, 3,000 pods per configuration and level
-// in three rounds, 1,000 nodes, all four configurations, the twelve-shape
+// in three rounds, 1,000 nodes, all five configurations, the twelve-shape
 // pod mix, gpuadmit built from the repository.
 type Options struct {
 	// Levels are the numbers of concurrent clients; nil means 10, 50, 200.
@@ -27,7 +27,7 @@ type Options struct {
 	Rounds int
 	// Nodes is the number of fake GPU nodes; zero means 1000.
 	Nodes int
-	// Configs are the configurations to compare (none, noop, gpuadmit, opa); nil means all four.
+	// Configs are the configurations to compare (none, noop, patch, gpuadmit, opa); nil means all five.
 	Configs []string
 	// Mix is how the pods differ (MixShapes, MixTemplate, MixDistinct);
 	// empty means MixShapes.

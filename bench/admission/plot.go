@@ -18,6 +18,7 @@ import (
 var palette = map[string]color.Color{
 	None:     color.RGBA{R: 150, G: 150, B: 150, A: 255},
 	Noop:     color.RGBA{R: 86, G: 180, B: 233, A: 255},
+	Patch:    color.RGBA{R: 0, G: 158, B: 115, A: 255},
 	Gpuadmit: color.RGBA{R: 0, G: 114, B: 178, A: 255},
 	OPA:      color.RGBA{R: 230, G: 159, B: 0, A: 255},
 }

@@ -107,7 +107,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	b.scr = scraper{cs: b.cs, servers: map[string]func(context.Context) (families, error){
 		Gpuadmit: scraperOf(cl.WebhookMetricsURL()),
 	}}
-	if slices.Contains(b.opts.Configs, Noop) {
+	if slices.Contains(b.opts.Configs, Noop) || slices.Contains(b.opts.Configs, Patch) {
 		if err := b.startNoop(host, certDir, ca, logDir, urls); err != nil {
 			return fmt.Errorf("step no-op webhook: %w", err)
 		}
@@ -142,7 +142,8 @@ func (b *bench) startNoop(host, certDir string, ca []byte, logDir string, urls m
 	}
 	b.noop = noop
 	urls[Noop] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), NoopPath)
-	b.scr.servers[Noop] = scraperOf(metricsURL)
+	urls[Patch] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), PatchPath)
+	b.scr.servers[Noop], b.scr.servers[Patch] = scraperOf(metricsURL), scraperOf(metricsURL)
 	return nil
 }
 

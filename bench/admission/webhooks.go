@@ -15,16 +15,18 @@ import (
 const (
 	None     = "none"
 	Noop     = "noop"
+	Patch    = "patch" // the no-op server answering with one annotation added: the least a mutating webhook does
 	Gpuadmit = "gpuadmit"
 	OPA      = "opa"
 )
 
 // Configurations are all of them, in the order reports list them.
-var Configurations = []string{None, Noop, Gpuadmit, OPA}
+var Configurations = []string{None, Noop, Patch, Gpuadmit, OPA}
 
 // webhookNames are the webhooks' names, as the API server's metrics label them.
 var webhookNames = map[string]string{
 	Noop:     "pods.noop.bench.gpuadmit.io",
+	Patch:    "pods.patch.bench.gpuadmit.io",
 	Gpuadmit: "pods.mutate.gpuadmit.io",
 	OPA:      "pods.opa.bench.gpuadmit.io",
 }

@@ -14,7 +14,8 @@ func admissionCmd() *cobra.Command {
 		Short: "Measure pod Create latency with no webhook, a no-op webhook, gpuadmit and OPA on a real control plane",
 		Long: "Start kube-apiserver and etcd (test/e2e/.bin, built by hack/e2e-binaries.sh) with fake GPU nodes,\n" +
 			"then, at each level of concurrent clients, create --pods pods per configuration in --rounds rounds,\n" +
-			"configurations interleaved: none, noop (a controller-runtime webhook that allows), gpuadmit (default\n" +
+			"configurations interleaved: none, noop (a controller-runtime webhook that allows), patch (the same\n" +
+			"server answering with one annotation added: the least a mutating webhook costs), gpuadmit (default\n" +
 			"policies) and opa (`opa run --server`, from hack/tools.sh, with an equivalent Rego policy).\n" +
 			"Each webhook server is a process of its own: gpuadmit is cmd/webhook (built into the log directory\n" +
 			"unless --webhook-binary names one), the no-op webhook this command's noop-webhook subcommand.\n" +
@@ -35,7 +36,7 @@ func admissionCmd() *cobra.Command {
 	f.IntVar(&o.Pods, "pods", 3000, "pods per configuration and level, over all rounds")
 	f.IntVar(&o.Rounds, "rounds", 3, "rounds per level; each runs every configuration once, in rotating order")
 	f.IntVar(&o.Nodes, "nodes", 1000, "fake GPU nodes")
-	f.StringSliceVar(&o.Configs, "configs", admission.Configurations, "configurations: none, noop, gpuadmit, opa")
+	f.StringSliceVar(&o.Configs, "configs", admission.Configurations, "configurations: none, noop, patch, gpuadmit, opa")
 	f.StringVar((*string)(&o.Mix), "mix", string(admission.MixShapes), "pod mix: shapes, template or distinct")
 	f.StringVar(&o.WebhookPprof, "webhook-pprof", "", "serve gpuadmit's /debug/pprof on this address (e.g. 127.0.0.1:6060) to profile it during the run")
 	f.StringVar(&o.WebhookBinary, "webhook-binary", "", "a built cmd/webhook to run as gpuadmit (default: built from the repository into the log directory)")
