@@ -1,9 +1,13 @@
 package mutate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"reflect"
+	"slices"
+	"sync"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +33,72 @@ func writtenPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("encode mutated pod: %w", err)
 	}
+	if patch, ok := patches.get(ja, jb); ok {
+		return patch, true, nil
+	}
 	patch, err := jsonPatch(ja, jb)
-	return patch, err == nil, err
+	if err != nil {
+		return nil, false, err
+	}
+	patches.put(ja, jb, patch)
+	return slices.Clone(patch), true, nil
+}
+
+// patchMemo remembers the patches between the written fields of pods as
+// they arrive and as gpuadmit writes them. The pods of one template arrive
+// alike in those fields and are decided alike, so they share one patch:
+// comparing the two documents (jsonpatch decodes both into maps) was a
+// quarter of a memoized decision. An entry is found only for the same
+// bytes, compared whole.
+type patchMemo struct {
+	mu sync.Mutex
+	m  map[[2]uint64][]patchEntry
+	n  int
+}
+
+type patchEntry struct {
+	a, b  []byte
+	patch []jsonpatch.Operation
+}
+
+// patchMemoLimit bounds the entries; the memo starts over when full.
+const patchMemoLimit = 512
+
+var patches = &patchMemo{}
+
+func patchKey(a, b []byte) [2]uint64 {
+	h := fnv.New64a()
+	h.Write(a)
+	ka := h.Sum64()
+	h.Reset()
+	h.Write(b)
+	return [2]uint64{ka, h.Sum64()}
+}
+
+// get returns a copy of the patch from a to b, if remembered.
+func (m *patchMemo) get(a, b []byte) ([]jsonpatch.Operation, bool) {
+	k := patchKey(a, b)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.m[k] {
+		if bytes.Equal(e.a, a) && bytes.Equal(e.b, b) {
+			return slices.Clone(e.patch), true
+		}
+	}
+	return nil, false
+}
+
+// put remembers patch from a to b; the caller keeps neither a, b nor patch
+// to change them.
+func (m *patchMemo) put(a, b []byte, patch []jsonpatch.Operation) {
+	k := patchKey(a, b)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || m.n >= patchMemoLimit {
+		m.m, m.n = map[[2]uint64][]patchEntry{}, 0
+	}
+	m.m[k] = append(m.m[k], patchEntry{a: a, b: b, patch: patch})
+	m.n++
 }
 
 // writtenDoc is the part of a Pod that gpuadmit writes, under the Pod's own
