@@ -295,13 +295,13 @@ func (h Histogram) NativeBound(q float64) float64 {
 	return math.Pow(2, float64(idx[len(idx)-1])/math.Pow(2, float64(h.Schema)))
 }
 
-// get returns the body of a 200 response from url.
-func get(ctx context.Context, url string) ([]byte, error) {
+// Get returns the body of a 200 response from url, asked with client.
+func Get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

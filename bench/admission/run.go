@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -344,7 +345,7 @@ func (b *bench) profile(ctx context.Context, res *Result, round int) (func() err
 		})
 		if res.Config == Gpuadmit && b.opts.WebhookPprof != "" {
 			fetches = append(fetches, func() error {
-				body, err := get(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.opts.WebhookPprof, secs))
+				body, err := Get(ctx, http.DefaultClient, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.opts.WebhookPprof, secs))
 				if err != nil {
 					return fmt.Errorf("gpuadmit profile: %w", err)
 				}

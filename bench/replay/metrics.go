@@ -3,8 +3,6 @@ package replay
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"time"
@@ -38,7 +36,7 @@ var cyclePoints = []string{"Filter", "PreScore", "Score"}
 // pod (its own histogram, every cycle) and per extension point (sampled), and for every profile its per-pod Filter, PreScore and Score
 // and the scheduling algorithm as a whole.
 func (r *replay) scrape(ctx context.Context) ([]Timing, error) {
-	text, err := get(ctx, r.metrics)
+	text, err := admission.Get(ctx, insecure, r.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -89,24 +87,3 @@ func timingOf(label string, h admission.Histogram) Timing {
 var insecure = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a local component's self-signed certificate
 }}
-
-// get returns the body of a 200 response from url.
-func get(ctx context.Context, url string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := insecure.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, b)
-	}
-	return b, nil
-}

@@ -190,7 +190,7 @@ func (r *replay) startScheduler(ctx context.Context) error {
 		return err
 	}
 	return until(ctx, 60*time.Second, func() (bool, error) {
-		_, err := get(ctx, "https://"+addr+"/readyz")
+		_, err := admission.Get(ctx, insecure, "https://"+addr+"/readyz")
 		return err == nil, nil
 	})
 }

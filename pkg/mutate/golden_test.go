@@ -33,6 +33,25 @@ type golden struct {
 // that the patch really turns the pod into the result, and that deciding
 // again on the result changes nothing (reinvocation, re-applying a saved pod).
 func TestGoldenExamples(t *testing.T) {
+	eachExample(t, func(t *testing.T, m *Mutator, ns *corev1.Namespace, name string, in *corev1.Pod, res Result) {
+		got := golden{res.Allowed, res.Message, res.Warnings, res.Patch, res.Pod, res.Explanation}
+		compareGolden(t, filepath.Join("testdata/golden", name+".json"), got)
+		if !res.Allowed {
+			return
+		}
+		checkPatchApplies(t, in, res)
+		again, err := m.Mutate(context.Background(), Request{Pod: res.Pod, Namespace: ns})
+		if err != nil || !again.Allowed || len(again.Patch) != 0 {
+			t.Errorf("deciding again on the mutated pod: allowed %v, patch %v, err %v, message %q; want allowed with an empty patch", again.Allowed, again.Patch, err, again.Message)
+		}
+	})
+}
+
+// eachExample decides every README example pod against the example cluster
+// and the default policies, in a subtest of its own, and hands the result
+// to check with the mutator, the namespace and the pod as it arrived.
+func eachExample(t *testing.T, check func(t *testing.T, m *Mutator, ns *corev1.Namespace, name string, in *corev1.Pod, res Result)) {
+	t.Helper()
 	files, _ := filepath.Glob("../../examples/pods/*.yaml")
 	if len(files) < 8 {
 		t.Fatalf("found %d example pods, want every dialect", len(files))
@@ -49,16 +68,7 @@ func TestGoldenExamples(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := golden{res.Allowed, res.Message, res.Warnings, res.Patch, res.Pod, res.Explanation}
-			compareGolden(t, filepath.Join("testdata/golden", name+".json"), got)
-			if !res.Allowed {
-				return
-			}
-			checkPatchApplies(t, in, res)
-			again, err := m.Mutate(context.Background(), Request{Pod: res.Pod, Namespace: ns})
-			if err != nil || !again.Allowed || len(again.Patch) != 0 {
-				t.Errorf("deciding again on the mutated pod: allowed %v, patch %v, err %v, message %q; want allowed with an empty patch", again.Allowed, again.Patch, err, again.Message)
-			}
+			check(t, m, ns, name, in, res)
 		})
 	}
 }

@@ -3,7 +3,6 @@ package mutate
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,34 +16,24 @@ import (
 // differs) and is the patch from the two pods whole, operation for
 // operation.
 func TestWrittenPatchIsThePodPatch(t *testing.T) {
-	files, _ := filepath.Glob("../../examples/pods/*.yaml")
-	ns := &corev1.Namespace{}
-	readYAML(t, "../../examples/namespace.yaml", ns)
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
 	admitted := 0
-	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
-		t.Run(name, func(t *testing.T) {
-			in := &corev1.Pod{}
-			readYAML(t, f, in)
-			res, err := m.Mutate(context.Background(), Request{Pod: in, Namespace: ns})
-			if err != nil || !res.Allowed || len(res.Patch) == 0 {
-				return
-			}
-			admitted++
-			got, ok, err := writtenPatch(in, res.Pod)
-			if err != nil || !ok {
-				t.Fatalf("writtenPatch: ok %v, err %v; want the written fields' patch", ok, err)
-			}
-			want, err := podPatch(in, res.Pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("patch (-whole pods +written fields):\n%s", diff)
-			}
-		})
-	}
+	eachExample(t, func(t *testing.T, _ *Mutator, _ *corev1.Namespace, _ string, in *corev1.Pod, res Result) {
+		if !res.Allowed || len(res.Patch) == 0 {
+			return
+		}
+		admitted++
+		got, ok, err := writtenPatch(in, res.Pod)
+		if err != nil || !ok {
+			t.Fatalf("writtenPatch: ok %v, err %v; want the written fields' patch", ok, err)
+		}
+		want, err := podPatch(in, res.Pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("patch (-whole pods +written fields):\n%s", diff)
+		}
+	})
 	if admitted < 5 {
 		t.Errorf("only %d examples admitted with a patch; the test proves little", admitted)
 	}

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -35,20 +34,8 @@ func wideWorkload() string {
 // in turn. Reported per pod; prescore-ns/op is the plugin's PreScore,
 // which scores every node (Score only looks the score up).
 func BenchmarkPlacement1213Nodes(b *testing.B) {
-	const nodes = 1213
-	var c cluster
-	var objs []runtime.Object
-	for i := range nodes {
-		name := fmt.Sprintf("n%04d", i)
-		objs = append(objs, draSlice(name, 8))
-		var pods []*corev1.Pod
-		for j := range i % 11 {
-			claim := fmt.Sprintf("%s-c%d", name, j)
-			objs = append(objs, heldClaim(claim, name, fmt.Sprintf("gpu-%d", (i+j)%8), int64(1+(i*j)%19)))
-			pods = append(pods, claimPod(claim, claim))
-		}
-		c.add(node(name), pods...)
-	}
+	c, objs := draCluster(1213, 8, func(i int) string { return fmt.Sprintf("n%04d", i) }, func(i int) int { return i % 11 },
+		func(i, j int) (int, int64) { return (i + j) % 8, int64(1 + (i*j)%19) })
 	var want []*corev1.Pod
 	for k, gibs := range []int64{1, 5, 10, 20, 3, 7, 2, 15} {
 		claim := fmt.Sprintf("want-%d", k)

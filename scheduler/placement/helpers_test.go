@@ -267,3 +267,24 @@ func claimPod(name, claim string) *corev1.Pod {
 	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To(claim)}}
 	return p
 }
+
+// draCluster is n DRA nodes of gpus GPUs each, node i named name(i) and
+// running claims(i) pods, pod j with a claim that holds gibs GiB of GPU
+// device; it returns the cluster and the slices and claims behind it.
+func draCluster(n, gpus int, name func(i int) string, claims func(i int) int, hold func(i, j int) (device int, gibs int64)) (cluster, []runtime.Object) {
+	var c cluster
+	var objs []runtime.Object
+	for i := range n {
+		nn := name(i)
+		objs = append(objs, draSlice(nn, gpus))
+		var pods []*corev1.Pod
+		for j := range claims(i) {
+			claim := fmt.Sprintf("%s-c%d", nn, j)
+			device, gibs := hold(i, j)
+			objs = append(objs, heldClaim(claim, nn, fmt.Sprintf("gpu-%d", device), gibs))
+			pods = append(pods, claimPod(claim, claim))
+		}
+		c.add(node(nn), pods...)
+	}
+	return c, objs
+}

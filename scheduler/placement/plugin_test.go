@@ -166,20 +166,8 @@ func TestParallelScoresAreSequentialScores(t *testing.T) {
 // ResourceSlice changes, its scores are those of a plugin that never saw
 // the nodes before.
 func TestKeptScoresFollowTheNodes(t *testing.T) {
-	const nodes = 12
-	var c cluster
-	var objs []runtime.Object
-	for i := range nodes {
-		name := fmt.Sprintf("n%02d", i)
-		objs = append(objs, draSlice(name, 4))
-		var pods []*corev1.Pod
-		for j := range i % 4 {
-			claim := fmt.Sprintf("%s-c%d", name, j)
-			objs = append(objs, heldClaim(claim, name, fmt.Sprintf("gpu-%d", j), int64(5+i+j)))
-			pods = append(pods, claimPod(claim, claim))
-		}
-		c.add(node(name), pods...)
-	}
+	c, objs := draCluster(12, 4, func(i int) string { return fmt.Sprintf("n%02d", i) }, func(i int) int { return i % 4 },
+		func(i, j int) (int, int64) { return j, int64(5 + i + j) })
 	objs = append(objs, heldClaim("late", "n00", "gpu-0", 30), shareClaim("want", 10))
 	const workload = `{"workload":[{"gpuMemory":"10Gi","weight":2},{"gpuMemory":"30Gi","weight":1},{"gpus":1,"weight":1}]}`
 	want := claimPod("new", "want")

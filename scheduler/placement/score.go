@@ -83,8 +83,8 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 // fragmentation sees it and its fragmentation, under the placer of the
 // scorer's workload revision for the view's shape.
 type base struct {
-	rev    uint64
-	placer *allocator.Placer
+	rev     uint64
+	placer  *allocator.Placer
 	fn      allocator.FragNode // its GPUMilliLeft is never changed
 	before  float64
 	gpuLeft int64 // the sum of fn.GPUMilliLeft
