@@ -14,14 +14,18 @@ type FragMemo struct {
 	kinds  *kindSet
 	memo   map[fragKey]float64
 	models map[string]uint8 // the models in keys, numbered
+	// Limit bounds the states remembered (about 80 bytes each); the memo
+	// starts over when full. Zero means DefaultMemoLimit.
+	Limit int
 }
 
 // maxGPUsPerNode bounds the GPUs a memoized state holds; larger nodes are
 // computed every time.
 const maxGPUsPerNode = 16
 
-// memoLimit bounds the memo; it starts over when full.
-const memoLimit = 1 << 20
+// DefaultMemoLimit is FragMemo's default bound: a million states, about
+// 80 MB, which the simulator's single memo fills over a study.
+const DefaultMemoLimit = 1 << 20
 
 // fragKey is a node state up to the order of its GPUs, which fragmentation
 // does not depend on: small, and free of pointers, so that hashing it is
@@ -50,7 +54,11 @@ func (m *FragMemo) Fragmentation(n FragNode) float64 {
 	if f, ok := m.memo[k]; ok {
 		return f
 	}
-	if len(m.memo) >= memoLimit {
+	limit := m.Limit
+	if limit <= 0 {
+		limit = DefaultMemoLimit
+	}
+	if len(m.memo) >= limit {
 		clear(m.memo)
 	}
 	f := m.kinds.fragmentation(n)

@@ -126,3 +126,20 @@ func TestCostOnAnotherGPUCostsMore(t *testing.T) {
 		}
 	}
 }
+
+// A memo given a limit never holds more states than that, and still gives
+// Fragmentation's number once it starts over.
+func TestFragMemoLimit(t *testing.T) {
+	tasks := []FragTask{{GPUs: 1, GPUMilli: 300, Weight: 1}, {GPUs: 1, GPUMilli: MilliPerGPU, MilliCPU: 4000, Weight: 1}}
+	m := NewFragMemo(tasks)
+	m.Limit = 10
+	for i := range 100 {
+		n := FragNode{MilliCPULeft: int64(i) * 100, GPUMilliLeft: []int64{int64(i * 7 % 1000), 1000}}
+		if got, want := m.Fragmentation(n), Fragmentation(n, tasks); got != want {
+			t.Fatalf("node %d: %v, want %v", i, got, want)
+		}
+		if len(m.memo) > m.Limit {
+			t.Fatalf("node %d: %d states remembered, limit %d", i, len(m.memo), m.Limit)
+		}
+	}
+}

@@ -239,6 +239,17 @@ func (c *scorer) placer(sh shape) *allocator.Placer {
 		tasks[i] = k.task(sh, k.weight/c.set.total)
 	}
 	p := allocator.NewPlacer(tasks)
+	p.Limit = scorerMemoLimit
 	c.placers[sh] = p
 	return p
 }
+
+// scorerMemoLimit bounds each scorer's fragmentation memo: the scheduler
+// pools a scorer per goroutine of its parallelizer (16 by default), and
+// under a workload that is not revised (fixed by the args, or a cluster
+// whose pods do not change) a memo only grows. 32,768 states are about
+// 2.6 MB a scorer, 42 MB for 16, inside the Deployment's 512 Mi limit;
+// the default (a million states, 80 MB each) could pass a gigabyte. The
+// states worth keeping are the few that many nodes share (idle nodes of a
+// kind), which a small memo holds as well.
+const scorerMemoLimit = 1 << 15
