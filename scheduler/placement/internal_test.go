@@ -240,6 +240,32 @@ func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
 	}
 }
 
+// Pods that keep coming in the revision's proportions do not revise the
+// workload, however many: its distribution has not moved.
+func TestDerivedWorkloadKeepsItsRevisionWhileTheMixHolds(t *testing.T) {
+	w := &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
+	small, large := kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}
+	add := func(n int, k kind) {
+		for range n {
+			w.set(types.UID(fmt.Sprint(len(w.pods))), k, true)
+		}
+	}
+	add(100, small)
+	add(100, large)
+	rev, _ := w.snapshot()
+	for range 10 { // 200 more pods, half and half: 100% of the pods came, 0% moved
+		add(10, small)
+		add(10, large)
+		if r, _ := w.snapshot(); r != rev {
+			t.Fatalf("%d pods in the same mix: revision %d, want %d kept", len(w.pods), r, rev)
+		}
+	}
+	add(10, large) // 410 pods, 210 large: the mix moved by about 1.2%
+	if r, kinds := w.snapshot(); r == rev || kinds[0].kind != large {
+		t.Errorf("the mix moved: revision %d (was %d), first kind %+v; want a new revision led by large", r, rev, kinds[0].kind)
+	}
+}
+
 // holder is a claim tracker of claims by name and pending allocations by UID.
 type holder struct {
 	claims  map[string]*resourceapi.ResourceClaim

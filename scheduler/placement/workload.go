@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math"
 	"sort"
 	"sync"
 
@@ -84,14 +85,16 @@ type workload struct {
 	mu      sync.Mutex
 	count   map[kind]int
 	pods    map[types.UID]kind
-	changes int        // pods counted or forgotten since the last revision
-	rev     uint64     // revision of kinds
-	kinds   []weighted // as of rev; nil before the first snapshot
+	changes int              // pods counted or forgotten since the last revision
+	rev     uint64           // revision of kinds
+	kinds   []weighted       // as of rev; nil before the first snapshot
+	share   map[kind]float64 // each kind's share of the pods as of rev
 }
 
 // refreshShare is how far the derived workload may move before snapshot
-// publishes a new revision: pods counted or forgotten, as a share of the
-// pods counted (at least one). A revision costs every memoized
+// publishes a new revision: at least that share of the pods counted (and
+// one) must have come or gone, and the distribution of kinds must have
+// moved by that much (moved). A revision costs every memoized
 // fragmentation (each placer set memoizes for one revision), and with a
 // revision per GPU pod the memo never outlived a cycle: at 1,213 nodes every
 // Score computed its node's fragmentation afresh. A distribution that moved
@@ -107,7 +110,7 @@ func (w *workload) snapshot() (uint64, []weighted) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.kinds != nil && float64(w.changes) < max(1, refreshShare*float64(len(w.pods))) {
+	if w.kinds != nil && (float64(w.changes) < max(1, refreshShare*float64(len(w.pods))) || w.moved() < refreshShare) {
 		return w.rev, w.kinds
 	}
 	out := make([]weighted, 0, len(w.count))
@@ -117,7 +120,33 @@ func (w *workload) snapshot() (uint64, []weighted) {
 	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
 	w.rev++
 	w.kinds, w.changes = out, 0
+	w.share = make(map[kind]float64, len(w.count))
+	for k, c := range w.count {
+		w.share[k] = float64(c) / float64(len(w.pods))
+	}
 	return w.rev, w.kinds
+}
+
+// moved is how far the pods counted now are from the revision's
+// distribution: the total variation distance between the two, the share of
+// pods that would have to change kind to turn one into the other. Pods
+// that keep coming in the revision's proportions move it by nothing, so a
+// steady stream of one template does not revise the workload (and start
+// every kept score afresh). With no pods counted, 1.
+func (w *workload) moved() float64 {
+	if len(w.pods) == 0 {
+		return 1
+	}
+	var d float64
+	for k, c := range w.count {
+		d += math.Abs(float64(c)/float64(len(w.pods)) - w.share[k])
+	}
+	for k, s := range w.share {
+		if _, ok := w.count[k]; !ok {
+			d += s
+		}
+	}
+	return d / 2
 }
 
 // less orders kinds by weight, then by every field, so that the order of
