@@ -17,10 +17,11 @@ const limitShare = 0.9
 
 // setMemoryLimit caps the Go runtime's memory at limitShare of the
 // container's limit, unless GOMEMLIMIT sets a cap itself, and returns the
-// cap (0 for none). With the cap in place, the Deployment runs the
-// collector less often (GOGC=400): a collection marks the live heap, so
-// its CPU per admitted pod falls as the heap may grow between collections,
-// and the cap collects early where the limit is near.
+// cap (0 for none): near the limit the collector runs harder instead of
+// the container being killed past it. GOGC stays at its default: under
+// the admission bench at 1,000 nodes, GOGC=400 took the process to 252 MiB
+// resident against the 256 Mi limit (138 MiB at the default) and saved
+// at most 0.16 ms of CPU per pod.
 func setMemoryLimit() (int64, error) {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return 0, nil
