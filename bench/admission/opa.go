@@ -13,9 +13,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,8 +46,7 @@ const opaConfig = `server:
 
 // opaServer is `opa run --server` with TLS, a child process.
 type opaServer struct {
-	cmd    *exec.Cmd
-	done   chan struct{}
+	*child
 	base   string // https://host:port
 	client *http.Client
 }
@@ -66,27 +63,19 @@ func startOPA(bin, host string, port int, certDir string, caPEM []byte, logDir s
 	if err := os.WriteFile(config, []byte(opaConfig), 0o644); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(logDir, "opa.log"))
-	if err != nil {
-		return nil, err
-	}
 	addr := fmt.Sprintf("%s:%d", host, port)
 	// Request logs at error level: no access log line per review (gpuadmit
 	// writes one decision line per pod; OPA is given the cheaper setting).
-	cmd := exec.Command(bin, "run", "--server", "--addr", addr, "--config-file", config,
+	c, err := startChild(bin, "opa", logDir, "run", "--server", "--addr", addr, "--config-file", config,
 		"--tls-cert-file", filepath.Join(certDir, "tls.crt"), "--tls-private-key-file", filepath.Join(certDir, "tls.key"),
 		"--log-level", "error", "--log-level-request", "error", "--skip-version-check", policy)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	if err != nil {
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
-	s := &opaServer{cmd: cmd, done: make(chan struct{}), base: "https://" + addr,
+	s := &opaServer{child: c, base: "https://" + addr,
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}}
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
 	if err := s.waitHealthy(30 * time.Second); err != nil {
 		s.stop()
 		return nil, err
@@ -138,30 +127,11 @@ func (s *opaServer) put(ctx context.Context, path string, doc any) error {
 
 // families reads OPA's /metrics (Prometheus text).
 func (s *opaServer) families(ctx context.Context) (families, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read OPA's /metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := Get(ctx, s.client, s.base+"/metrics")
 	if err != nil {
 		return nil, fmt.Errorf("read OPA's /metrics: %w", err)
 	}
 	return parseText(raw)
-}
-
-func (s *opaServer) stop() {
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
 }
 
 // ClusterData is what OPA's policy reads from data.cluster: the pools

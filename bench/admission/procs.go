@@ -29,6 +29,10 @@ type child struct {
 // process was started from) is name. It logs to logDir/<name>.log and dies
 // with this process.
 func startChild(path, name, logDir string, args ...string) (*child, error) {
+	path, err := filepath.Abs(path) // the link lives in logDir
+	if err != nil {
+		return nil, err
+	}
 	link := filepath.Join(logDir, name)
 	_ = os.Remove(link)
 	if err := os.Symlink(path, link); err != nil {
