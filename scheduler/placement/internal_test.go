@@ -211,17 +211,23 @@ func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
 
-// TestDerivedWorkloadRevisesAfterOnePercent: a new revision (and with it
-// fresh placers, whose memo starts empty) once pods counted or forgotten
-// since the last reach 1% of the pods counted, every change below 100 pods.
-func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
-	w := &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
-	small, large := kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}
-	add := func(n int, k kind) {
+// twoKindWorkload is an empty derived workload, two kinds of GPU pod, and
+// add, which counts n more pods of a kind.
+func twoKindWorkload() (w *workload, small, large kind, add func(n int, k kind)) {
+	w = &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
+	add = func(n int, k kind) {
 		for range n {
 			w.set(types.UID(fmt.Sprint(len(w.pods))), k, true)
 		}
 	}
+	return w, kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}, add
+}
+
+// TestDerivedWorkloadRevisesAfterOnePercent: a new revision (and with it
+// fresh placers, whose memo starts empty) once pods counted or forgotten
+// since the last reach 1% of the pods counted, every change below 100 pods.
+func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
+	w, small, large, add := twoKindWorkload()
 	add(50, small)
 	rev, _ := w.snapshot()
 	add(1, large)
@@ -243,13 +249,7 @@ func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
 // Pods that keep coming in the revision's proportions do not revise the
 // workload, however many: its distribution has not moved.
 func TestDerivedWorkloadKeepsItsRevisionWhileTheMixHolds(t *testing.T) {
-	w := &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
-	small, large := kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}
-	add := func(n int, k kind) {
-		for range n {
-			w.set(types.UID(fmt.Sprint(len(w.pods))), k, true)
-		}
-	}
+	w, small, large, add := twoKindWorkload()
 	add(100, small)
 	add(100, large)
 	rev, _ := w.snapshot()
