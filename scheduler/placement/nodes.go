@@ -107,7 +107,7 @@ const (
 	// default trace asks 151 distinct requests.
 	maxRequests  = 1024
 	forgetAfter  = 1024 // cycles after which a node not scored is forgotten
-	parallelFrom = 64   // nodes to compute before the work is spread over goroutines
+	parallelFrom = 64   // nodes computed with one scorer: a piece of the work spread over goroutines
 )
 
 // score returns the score of r on each of nodes: the cached one
@@ -149,18 +149,22 @@ func (s *nodeStates) score(ctx context.Context, pl *Plugin, nodes []fwk.NodeInfo
 		i := missed[j]
 		got[j] = pl.rawScore(sc, nodes[i], r, states[i])
 	}
-	if len(missed) < parallelFrom || pl.parallel == nil {
+	// Pieces of parallelFrom nodes, each scored with one scorer taken from
+	// the pool and put back.
+	piece := func(p int) {
 		sc := set.get()
-		for j := range missed {
+		for j := p * parallelFrom; j < min((p+1)*parallelFrom, len(missed)); j++ {
 			compute(sc, j)
 		}
 		set.put(sc)
+	}
+	pieces := (len(missed) + parallelFrom - 1) / parallelFrom
+	if pieces <= 1 || pl.parallel == nil {
+		for p := range pieces {
+			piece(p)
+		}
 	} else {
-		pl.parallel.Until(ctx, len(missed), func(j int) {
-			sc := set.get()
-			compute(sc, j)
-			set.put(sc)
-		}, Name)
+		pl.parallel.Until(ctx, pieces, piece, Name)
 	}
 	for j, i := range missed {
 		st := states[i]
