@@ -378,3 +378,48 @@ func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
 		t.Errorf("scores %v the same under both workloads: the test proves nothing", first)
 	}
 }
+
+// TestDerivedWorkloadCountsPlacedDRAPods: a DRA pod stays in the derived
+// workload once placed (its claim allocated and reserved for it), as a
+// device-plugin pod does; a pod sharing a claim placed for another pod
+// adds nothing. Before, a placed pod's request read as no GPU and left the
+// workload, which then followed the pending pods alone and was revised
+// after every few bindings.
+func TestDerivedWorkloadCountsPlacedDRAPods(t *testing.T) {
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c", UID: "c"}}
+	claim.Spec.Devices.Requests = []resourceapi.DeviceRequest{{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{
+		DeviceClassName: allocator.DRAClassShare, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1,
+		Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+			allocator.DRACapacityMemory: resource.MustParse("5Gi")}}}}}
+	h := holder{claims: map[string]*resourceapi.ResourceClaim{"c": claim}}
+	w := &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
+	handler := w.podHandler("gpuadmit-scheduler", h)
+	podUsing := func(name string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)}}
+		p.Spec.SchedulerName = "gpuadmit-scheduler"
+		p.Spec.Containers = []corev1.Container{{Name: "c"}}
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}
+		return p
+	}
+	want := kind{dra: true, item: item{memory: 5 << 30}, gpus: 1}
+	first := podUsing("first")
+	handler.OnAdd(first, false)
+	if got := w.pods[first.UID]; got != want {
+		t.Fatalf("pending pod counts as %+v, want %+v", got, want)
+	}
+	placed := claim.DeepCopy()
+	placed.Status.Allocation = &resourceapi.AllocationResult{}
+	placed.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "first", UID: first.UID}}
+	h.claims["c"] = placed
+	bound := first.DeepCopy()
+	bound.Spec.NodeName = "n"
+	handler.OnUpdate(first, bound)
+	if got, ok := w.pods[first.UID]; !ok || got != want || w.changes != 1 {
+		t.Errorf("placed pod counts as %+v (%v), %d changes; want %+v, the one change of its adding", got, ok, w.changes, want)
+	}
+	second := podUsing("second")
+	handler.OnAdd(second, false)
+	if got, ok := w.pods[second.UID]; ok {
+		t.Errorf("a pod sharing the claim placed for another counts as %+v; want it not counted", got)
+	}
+}

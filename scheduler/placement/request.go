@@ -46,12 +46,25 @@ type claimGetter interface {
 // one GPU's memory.
 var shareResources = []corev1.ResourceName{allocator.ResourceShare, allocator.ResourceGPUShare}
 
-// readRequest reads what pod asks: share units per app container (init
-// containers' devices are the kubelet's to reuse, so they are left out),
-// whole GPUs of nvidia.com/gpu, and the devices of its ResourceClaims of
-// gpuadmit's classes that are not allocated yet. A claim the tracker does
-// not have yet is an error, so that the pod is scored once it is there.
+// readRequest reads what placing pod takes: share units per app container
+// (init containers' devices are the kubelet's to reuse, so they are left
+// out), whole GPUs of nvidia.com/gpu, and the devices of its
+// ResourceClaims of gpuadmit's classes that are not allocated yet. A claim
+// the tracker does not have yet is an error, so that the pod is scored
+// once it is there.
 func readRequest(pod *corev1.Pod, claims claimGetter) (request, error) {
+	return read(pod, claims, false)
+}
+
+// readAsked reads what pod asked, placed or not: as readRequest, and the
+// devices of the claims allocated for it (see claimItems). It is the pod's
+// kind in the derived workload, which counts running pods as well as
+// pending ones.
+func readAsked(pod *corev1.Pod, claims claimGetter) (request, error) {
+	return read(pod, claims, true)
+}
+
+func read(pod *corev1.Pod, claims claimGetter, asked bool) (request, error) {
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	r := request{milliCPU: reqs.Cpu().MilliValue(), memoryMiB: reqs.Memory().Value() >> 20}
 	whole := int64(0)
@@ -65,7 +78,7 @@ func readRequest(pod *corev1.Pod, claims claimGetter) (request, error) {
 		whole += quantity(c.Resources, allocator.ResourceGPU)
 	}
 	if len(pod.Spec.ResourceClaims) > 0 || whole > 0 {
-		items, err := claimItems(pod, claims)
+		items, err := claimItems(pod, claims, asked)
 		if err != nil {
 			return request{}, err
 		}
@@ -90,10 +103,13 @@ func quantity(rr corev1.ResourceRequirements, res corev1.ResourceName) int64 {
 }
 
 // claimItems lists the devices of gpuadmit's share and whole-GPU classes
-// that the pod's unallocated claims ask for. Other classes (MIG instances,
+// that the pod's unallocated claims ask for; with asked, also those of the
+// allocated claims reserved first for this pod, the claims its own
+// placement allocated (a claim shared with a pod placed before is reserved
+// first for that pod, and counts once). Other classes (MIG instances,
 // other drivers) and requests the plugin cannot size (a prioritized list,
 // all devices) are left out.
-func claimItems(pod *corev1.Pod, claims claimGetter) ([]item, error) {
+func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) ([]item, error) {
 	var items []item
 	for _, pc := range pod.Spec.ResourceClaims {
 		name := claimName(pod, pc)
@@ -107,14 +123,21 @@ func claimItems(pod *corev1.Pod, claims claimGetter) ([]item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, name, err)
 		}
-		if claim.Status.Allocation != nil {
-			continue // shared with a pod already placed: takes nothing new
+		if claim.Status.Allocation != nil && !(asked && reservedFirstFor(claim, pod)) {
+			continue // placed already, or shared with a pod placed before: takes nothing new
 		}
 		for _, req := range claim.Spec.Devices.Requests {
 			items = append(items, requestItems(req)...)
 		}
 	}
 	return items, nil
+}
+
+// reservedFirstFor reports whether pod is the first consumer claim is
+// reserved for.
+func reservedFirstFor(claim *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
+	r := claim.Status.ReservedFor
+	return len(r) > 0 && r[0].UID == pod.UID && r[0].Resource == "pods" && r[0].APIGroup == ""
 }
 
 func requestItems(req resourceapi.DeviceRequest) []item {

@@ -208,7 +208,7 @@ func (w *workload) podHandler(profile string, claims claimGetter) cache.Resource
 			w.set(pod.UID, kind{}, false)
 			return
 		}
-		r, err := readRequest(pod, claims)
+		r, err := readAsked(pod, claims)
 		if err != nil {
 			return // counted once its claims are there
 		}
