@@ -27,12 +27,14 @@ const maxGPUsPerNode = 16
 // 80 MB, which the simulator's single memo fills over a study.
 const DefaultMemoLimit = 1 << 20
 
-// fragKey is a node state up to the order of its GPUs, which fragmentation
-// does not depend on: small, and free of pointers, so that hashing it is
+// fragKey is a node state up to what fragmentation does not depend on: the
+// order of its GPUs, and its CPU and memory beyond the kinds' figures they
+// reach (kindSet.classes), so that nodes whose CPU left differs by a few
+// cores share an entry. Small, and free of pointers, so that hashing it is
 // cheap and the garbage collector need not scan the memo. A GPU's milli-GPU
 // left fits int16; the model is its number in FragMemo.models.
 type fragKey struct {
-	cpu, mem int64
+	cpu, mem int64 // classes
 	n, model uint8
 	left     [maxGPUsPerNode]int16
 }
@@ -81,7 +83,8 @@ func (m *FragMemo) key(n FragNode) (fragKey, bool) {
 		model = uint8(len(m.models))
 		m.models[strings.Clone(n.Model)] = model // a copy, so that n does not leak to the heap
 	}
-	k := fragKey{cpu: n.MilliCPULeft, mem: n.MemoryMiBLeft, n: uint8(len(n.GPUMilliLeft)), model: model}
+	cpu, mem := m.kinds.classes(n)
+	k := fragKey{cpu: cpu, mem: mem, n: uint8(len(n.GPUMilliLeft)), model: model}
 	for i, l := range n.GPUMilliLeft {
 		if l < math.MinInt16 || l > math.MaxInt16 {
 			return fragKey{}, false

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -25,6 +26,35 @@ func TestFragMemoMatchesFragmentation(t *testing.T) {
 		if got := m.Fragmentation(n); got != want {
 			t.Errorf("%+v: second (memoized) call %v, want %v", n, got, want)
 		}
+	}
+}
+
+// TestFragMemoSharesStatesThatCompareAlike: the memo keys a node's CPU and
+// memory by the kinds' figures they reach, so nodes whose CPU and memory
+// differ in between share one entry, and every answer, memoized or not, is
+// Fragmentation's to the last bit: CPU and memory are drawn at each kind's
+// figure and one either side, where a key off by one would show.
+func TestFragMemoSharesStatesThatCompareAlike(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	tasks := []FragTask{
+		{MilliCPU: 0, GPUMilli: 300, GPUs: 1, Weight: 0.2},
+		{MilliCPU: 2000, MemoryMiB: 8192, GPUMilli: 500, GPUs: 1, Weight: 0.3},
+		{MilliCPU: 4000, MemoryMiB: 1024, GPUMilli: 1000, GPUs: 2, Weight: 0.4},
+		{MilliCPU: 16000, MemoryMiB: 65536, Weight: 0.1},
+	}
+	near := func(figures ...int64) int64 { return figures[r.IntN(len(figures))] + int64(r.IntN(3)-1) }
+	m := NewFragMemo(tasks)
+	exact := map[[4]int64]bool{}
+	for range 5000 {
+		n := FragNode{MilliCPULeft: near(0, 2000, 4000, 16000, 30000), MemoryMiBLeft: near(0, 1024, 8192, 65536, 100000),
+			GPUMilliLeft: []int64{[]int64{0, 300, 700, 1000}[r.IntN(4)], []int64{0, 500, 1000}[r.IntN(3)]}}
+		if got, want := m.Fragmentation(n), Fragmentation(n, tasks); got != want {
+			t.Fatalf("%+v: memo %v, Fragmentation %v", n, got, want)
+		}
+		exact[[4]int64{n.MilliCPULeft, n.MemoryMiBLeft, n.GPUMilliLeft[0], n.GPUMilliLeft[1]}] = true
+	}
+	if len(m.memo) >= len(exact)/4 {
+		t.Errorf("memo holds %d states for %d distinct nodes; want nodes that compare alike to share entries", len(m.memo), len(exact))
 	}
 }
 

@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"slices"
+	"strings"
 )
 
 // kindSet is a workload's task kinds arranged for Fragmentation: kinds that
@@ -24,6 +25,14 @@ type kindSet struct {
 	// frag is scratch, per shape: the fragment when a kind of that shape
 	// can run on the node, or -1 when no kind of it can.
 	frag []int64
+	// cpuCuts and memCuts are the kinds' distinct CPU and memory, in
+	// increasing order: fragmentation reads a node's CPU and memory only
+	// by comparing them with these (see classes).
+	cpuCuts, memCuts []int64
+	// allowed caches, per GPU model, whether each shape accepts it.
+	allowed   map[string][]bool
+	lastModel string
+	lastAllow []bool
 }
 
 // gpuShape is what of a task kind its GPUs' fit depends on.
@@ -52,6 +61,8 @@ func newKindSet(tasks []FragTask) *kindSet {
 		}
 		s.shape[i] = j
 	}
+	s.cpuCuts, s.memCuts = cuts(s.cpu), cuts(s.mem)
+	s.allowed = map[string][]bool{}
 	s.frag = make([]int64, len(s.shapes))
 	s.byMilli = make([]int, len(s.shapes))
 	for j := range s.byMilli {
@@ -99,6 +110,7 @@ func (s *kindSet) shapeFragments(n FragNode, left int64) {
 			g[j], g[j-1] = g[j-1], g[j]
 		}
 	}
+	allow := s.allows(n.Model)
 	fits, fitLeft := 0, int64(0) // the GPUs with at least the shape's milli-GPU, and their sum
 	for _, j := range s.byMilli {
 		sh := s.shapes[j]
@@ -110,12 +122,55 @@ func (s *kindSet) shapeFragments(n FragNode, left int64) {
 			fitLeft += g[fits]
 			fits++
 		}
-		if fits < sh.gpus || !ModelAllowed(sh.spec, n.Model) {
+		if fits < sh.gpus || !allow[j] {
 			s.frag[j] = -1
 			continue
 		}
 		s.frag[j] = left - fitLeft
 	}
+}
+
+// allows is, for each shape, whether it accepts GPUs of model.
+func (s *kindSet) allows(model string) []bool {
+	if s.lastAllow != nil && model == s.lastModel {
+		return s.lastAllow
+	}
+	a, ok := s.allowed[model]
+	if !ok {
+		a = make([]bool, len(s.shapes))
+		for j, sh := range s.shapes {
+			a[j] = ModelAllowed(sh.spec, model)
+		}
+		model = strings.Clone(model) // kept: a copy, so that the caller's node does not leak to the heap
+		s.allowed[model] = a
+	}
+	s.lastModel, s.lastAllow = model, a
+	return a
+}
+
+// cuts is xs's distinct values in increasing order.
+func cuts(xs []int64) []int64 {
+	c := slices.Clone(xs)
+	slices.Sort(c)
+	return slices.Compact(c)
+}
+
+// classes is n's CPU and memory as fragmentation reads them: how many of
+// the kinds' distinct CPU and memory figures they reach. Two nodes whose
+// GPUs are alike and whose classes are the same have the same
+// fragmentation, to the last bit: each kind compares the node's CPU and
+// memory with its own, and those comparisons come out the same.
+func (s *kindSet) classes(n FragNode) (cpu, mem int64) {
+	return reached(s.cpuCuts, n.MilliCPULeft), reached(s.memCuts, n.MemoryMiBLeft)
+}
+
+// reached is how many of cuts (increasing) x reaches.
+func reached(cuts []int64, x int64) int64 {
+	i, found := slices.BinarySearch(cuts, x)
+	if found {
+		i++
+	}
+	return int64(i)
 }
 
 // shapeFragment is the milli-GPU idle on n that a task of shape sh cannot
