@@ -29,10 +29,16 @@ type kindSet struct {
 	// increasing order: fragmentation reads a node's CPU and memory only
 	// by comparing them with these (see classes).
 	cpuCuts, memCuts []int64
-	// allowed caches, per GPU model, whether each shape accepts it.
-	allowed   map[string][]bool
-	lastModel string
-	lastAllow []bool
+	// allowed caches, per GPU model, whether each shape accepts it; last
+	// is the model looked up last.
+	allowed map[string]*modelShapes
+	last    *modelShapes
+}
+
+// modelShapes is whether each shape accepts GPUs of model.
+type modelShapes struct {
+	model string
+	allow []bool
 }
 
 // gpuShape is what of a task kind its GPUs' fit depends on.
@@ -62,7 +68,7 @@ func newKindSet(tasks []FragTask) *kindSet {
 		s.shape[i] = j
 	}
 	s.cpuCuts, s.memCuts = cuts(s.cpu), cuts(s.mem)
-	s.allowed = map[string][]bool{}
+	s.allowed = map[string]*modelShapes{}
 	s.frag = make([]int64, len(s.shapes))
 	s.byMilli = make([]int, len(s.shapes))
 	for j := range s.byMilli {
@@ -130,22 +136,23 @@ func (s *kindSet) shapeFragments(n FragNode, left int64) {
 	}
 }
 
-// allows is, for each shape, whether it accepts GPUs of model.
+// allows is, for each shape, whether it accepts GPUs of model. It keeps
+// copies of the models it saw, so that a node's model does not leak to the
+// heap through it.
 func (s *kindSet) allows(model string) []bool {
-	if s.lastAllow != nil && model == s.lastModel {
-		return s.lastAllow
+	if s.last != nil && model == s.last.model {
+		return s.last.allow
 	}
-	a, ok := s.allowed[model]
+	m, ok := s.allowed[model]
 	if !ok {
-		a = make([]bool, len(s.shapes))
+		m = &modelShapes{model: strings.Clone(model), allow: make([]bool, len(s.shapes))}
 		for j, sh := range s.shapes {
-			a[j] = ModelAllowed(sh.spec, model)
+			m.allow[j] = ModelAllowed(sh.spec, model)
 		}
-		model = strings.Clone(model) // kept: a copy, so that the caller's node does not leak to the heap
-		s.allowed[model] = a
+		s.allowed[m.model] = m
 	}
-	s.lastModel, s.lastAllow = model, a
-	return a
+	s.last = m
+	return m.allow
 }
 
 // cuts is xs's distinct values in increasing order.

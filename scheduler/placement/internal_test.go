@@ -363,8 +363,11 @@ func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
 	var kept nodeStates
 	under := func(s *nodeStates, rev uint64, kinds []weighted) map[string]int64 {
 		out := map[string]int64{}
-		for n, v := range s.score(context.Background(), pl, nodes, r, newPlacerSet(rev, kinds)) {
-			out[n.Node().Name] = v
+		c := s.score(context.Background(), pl, nodes, r, newPlacerSet(rev, kinds))
+		for _, n := range nodes {
+			if v, ok := c.lookup(n); ok {
+				out[n.Node().Name] = v
+			}
 		}
 		return out
 	}

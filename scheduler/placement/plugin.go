@@ -161,12 +161,6 @@ func (pl *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *corev1.Pod,
 	return nil
 }
 
-// cycle is what PreScore leaves for Score: every node's score. Score is
-// given the NodeInfos PreScore was, so they are the keys.
-type cycle struct{ scores map[fwk.NodeInfo]int64 }
-
-func (c *cycle) Clone() fwk.StateData { return c }
-
 // PreScore reads the pod's GPU request and scores every node, under the
 // workload's current revision, with what the plugin kept of each node
 // since it last changed (nodeStates). Scoring all nodes here, not node by
@@ -181,8 +175,7 @@ func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev
 		klog.FromContext(ctx).V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	scores := pl.nodes.score(ctx, pl, nodes, r, pl.placers.get(pl.work.snapshot()))
-	state.Write(scoreKey, &cycle{scores: scores})
+	state.Write(scoreKey, pl.nodes.score(ctx, pl, nodes, r, pl.placers.get(pl.work.snapshot())))
 	placementDuration.Observe(time.Since(start).Seconds())
 	return nil
 }
@@ -208,7 +201,7 @@ func (pl *Plugin) Score(_ context.Context, state fwk.CycleState, _ *corev1.Pod, 
 	if err != nil {
 		return 0, fwk.AsStatus(err)
 	}
-	s, ok := d.(*cycle).scores[n]
+	s, ok := d.(*cycle).lookup(n)
 	if !ok {
 		return unscored, nil
 	}
