@@ -41,6 +41,11 @@ type Options struct {
 	// Timeout bounds each configuration's scheduling, from the first pod
 	// created to the last settled; zero means 9 minutes.
 	Timeout time.Duration
+	// SchedulerCPUs, when set (taskset's list: 1, 2-3), runs the scheduler
+	// under test by itself on those CPUs, and etcd, kube-apiserver and the
+	// replay on the others, as a cluster's scheduler does not share its
+	// cores with a load generator; empty means everything shares every CPU.
+	SchedulerCPUs string
 	// Progress receives a line per step; nil means none.
 	Progress io.Writer
 }

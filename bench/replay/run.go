@@ -39,6 +39,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if rep.Simulated, err = Simulate(w, o.Seed, SimPolicies); err != nil {
 		return nil, err
 	}
+	var cpus *cpuSplit
+	if o.SchedulerCPUs != "" {
+		if cpus, err = splitCPUs(o.SchedulerCPUs); err != nil {
+			return nil, err
+		}
+		if err := cpus.pinRest(); err != nil {
+			return nil, err
+		}
+		rep.Settings.SchedulerCPUs, rep.Settings.RestCPUs = cpus.list, cpus.restList()
+	}
 	logDir, cleanup, err := logDirOf(o.LogDir)
 	if err != nil {
 		return nil, err
@@ -53,7 +63,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return nil, err
 			}
 		}
-		r, err := replayOne(ctx, o, w, s, filepath.Join(logDir, config))
+		r, err := replayOne(ctx, o, w, s, cpus, filepath.Join(logDir, config))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w (logs in %s)", config, err, logDir)
 		}
@@ -94,12 +104,13 @@ type replay struct {
 	s       scheduler
 	cl      *cluster.Cluster
 	cs      kubernetes.Interface
-	metrics string // the scheduler's /metrics URL
+	metrics string    // the scheduler's /metrics URL
+	cpus    *cpuSplit // nil: the scheduler shares every CPU
 }
 
 // replayOne starts a control plane with w's nodes, the scheduler s, and
 // replays w's pods through it.
-func replayOne(ctx context.Context, o Options, w Workload, s scheduler, logDir string) (Replayed, error) {
+func replayOne(ctx context.Context, o Options, w Workload, s scheduler, cpus *cpuSplit, logDir string) (Replayed, error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return Replayed{}, err
 	}
@@ -110,7 +121,7 @@ func replayOne(ctx context.Context, o Options, w Workload, s scheduler, logDir s
 		return Replayed{}, err
 	}
 	defer cl.Stop()
-	r := &replay{o: o, w: w, s: s, cl: cl}
+	r := &replay{o: o, w: w, s: s, cl: cl, cpus: cpus}
 	if r.cs, err = kubernetes.NewForConfig(cl.Config); err != nil {
 		return Replayed{}, err
 	}
@@ -185,7 +196,11 @@ func (r *replay) startScheduler(ctx context.Context) error {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	r.metrics = "https://" + addr + "/metrics"
-	if err := r.cl.StartScheduler(bin, "scheduler", user, r.s.profile, "--secure-port="+strconv.Itoa(port),
+	var wrap []string
+	if r.cpus != nil {
+		wrap = r.cpus.wrap()
+	}
+	if err := r.cl.StartSchedulerWrapped(wrap, bin, "scheduler", user, r.s.profile, "--secure-port="+strconv.Itoa(port),
 		"--bind-address=127.0.0.1", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"); err != nil {
 		return err
 	}

@@ -47,5 +47,6 @@ func replayCmd() *cobra.Command {
 	f.StringVar(&o.Scheduler, "scheduler", "", "gpuadmit-scheduler binary (default: $GPUADMIT_SCHEDULER_BIN, else built from scheduler/)")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each configuration's scheduling (default 9m)")
+	f.StringVar(&o.SchedulerCPUs, "scheduler-cpus", "", "run the scheduler by itself on these CPUs (taskset's list: 1, 2-3) and the control plane and the replay on the others (default: all share all)")
 	return cmd
 }

@@ -272,6 +272,13 @@ func freeAddr() (string, error) {
 // cluster. It serves no port unless args (flags of kube-scheduler, after
 // and so over the defaults) say otherwise: --secure-port=N for its metrics.
 func (c *Cluster) StartScheduler(path, name, user string, config map[string]any, args ...string) error {
+	return c.StartSchedulerWrapped(nil, path, name, user, config, args...)
+}
+
+// StartSchedulerWrapped is StartScheduler with the scheduler run by the
+// command wrap, which is given the scheduler's path and arguments after its
+// own (taskset --cpu-list 1, say); nil runs the scheduler itself.
+func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, config map[string]any, args ...string) error {
 	kubeconfig := filepath.Join(c.LogDir, name+".kubeconfig")
 	if err := c.writeKubeconfigFor(user, kubeconfig); err != nil {
 		return err
@@ -290,7 +297,11 @@ func (c *Cluster) StartScheduler(path, name, user string, config map[string]any,
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		return err
 	}
-	p, err := startProc(path, name, c.LogDir, append([]string{"--config=" + file, "--secure-port=0"}, args...)...)
+	args = append([]string{"--config=" + file, "--secure-port=0"}, args...)
+	if len(wrap) > 0 {
+		path, args = wrap[0], append(append(wrap[1:len(wrap):len(wrap)], path), args...)
+	}
+	p, err := startProc(path, name, c.LogDir, args...)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
