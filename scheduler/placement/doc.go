@@ -51,17 +51,20 @@
 // (nodeStates): its GPU views, with its fragmentation before the pod, and
 // the score of every request placed on it. A node's entry ends when
 // the scheduler's cache gives its NodeInfo a new generation (its pods or
-// Node object changed), when any of gpuadmit's ResourceSlices changes, and,
-// for scores, with the workload's revision; so between two cycles only the
-// node the last pod went to is scored afresh, plus every node for a request
-// not seen before. Nodes to score afresh are spread over the scheduler's
-// parallelizer; fragmentation is memoized by node state
-// (allocator.FragMemo), which is not safe for concurrent use, so each
-// goroutine takes a memo of its own from a pool, and pooled memos live on
-// while the workload's revision stays the same. NormalizeScore ranks nodes
-// by their raw scores (see normalize). The plugin's placement time per pod
-// is its PreScore, which gpuadmit_scheduler_placement_duration_seconds
-// records every cycle.
+// Node object changed) and when any of gpuadmit's ResourceSlices changes;
+// so between two cycles only the node the last pod went to is scored
+// afresh, plus every node for a request not seen before. A kept score is
+// of the workload revision it was computed under: after a revision, a
+// cycle computes at most 128 stale scores afresh and uses the others as
+// they are, so that a revision does not cost the next pod of every request
+// a pass over every node (see nodeStates). Nodes to score afresh are
+// spread over goroutines, the cycle's own taking its share (see spread);
+// fragmentation is memoized by node state (allocator.FragMemo), which is
+// not safe for concurrent use, so each goroutine takes a memo of its own
+// from a list, and the memos live on while the workload's revision stays
+// the same. NormalizeScore ranks nodes by their raw scores (see
+// normalize). The plugin's placement time per pod is its PreScore, which
+// gpuadmit_scheduler_placement_duration_seconds records every cycle.
 //
 // # Filter, requeueing, batching
 //

@@ -328,11 +328,10 @@ func TestHeldOnCountsEachClaimOfTheNodesPodsOnce(t *testing.T) {
 	}
 }
 
-// TestKeptScoresEndWithTheWorkloadRevision: nodeStates keeps each node's
-// scores from cycle to cycle, but a score is the placement cost under one
-// revision of the target workload; under the next, the same unchanged
-// nodes score as a plugin that never saw them scores them.
-func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
+// revisionNodes is 8 device-plugin nodes of 2 GPUs, node i running i share
+// pods, a request of one share, and the scores of that request on them
+// under revision rev of kinds, kept in s.
+func revisionNodes(t *testing.T) (nodes []fwk.NodeInfo, under func(s *nodeStates, rev uint64, kinds []weighted) map[string]int64, underCPU func(s *nodeStates, rev uint64, kinds []weighted, cpus int64) map[string]int64) {
 	offer := `{"resource":"gpuadmit.io/gpu-mem","unitMiB":10240,"sharesPerGPU":4}`
 	gpus := `[{"index":0,"healthy":true,"migMode":"Disabled","memoryMiB":40960},{"index":1,"healthy":true,"migMode":"Disabled","memoryMiB":40960}]`
 	share := func(name string, units int64) *corev1.Pod {
@@ -340,7 +339,6 @@ func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
 			Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				"cpu": resource.MustParse("1"), allocator.ResourceShare: *resource.NewQuantity(units, resource.DecimalSI)}}}}}}
 	}
-	var nodes []fwk.NodeInfo
 	for i := range 8 {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i), Annotations: map[string]string{
 			allocator.AnnotationGPUs: gpus, allocator.AnnotationShare: offer}}}
@@ -353,17 +351,20 @@ func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
 		info.SetNode(n)
 		nodes = append(nodes, info)
 	}
-	r, err := readRequest(share("new", 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ones := []weighted{{kind: kind{milliCPU: 1000, item: item{shares: 1}, gpus: 1}, weight: 1}}
-	threes := []weighted{{kind: kind{milliCPU: 1000, item: item{shares: 3}, gpus: 1}, weight: 1}}
 	pl := &Plugin{}
-	var kept nodeStates
-	under := func(s *nodeStates, rev uint64, kinds []weighted) map[string]int64 {
+	sets := map[uint64]*placerSet{}
+	underCPU = func(s *nodeStates, rev uint64, kinds []weighted, cpus int64) map[string]int64 {
+		p := share("new", 1)
+		p.Spec.Containers[0].Resources.Requests["cpu"] = *resource.NewQuantity(cpus, resource.DecimalSI)
+		r, err := readRequest(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sets[rev] == nil {
+			sets[rev] = newPlacerSet(rev, kinds)
+		}
+		c := s.score(pl, nodes, r, sets[rev])
 		out := map[string]int64{}
-		c := s.score(context.Background(), pl, nodes, r, newPlacerSet(rev, kinds))
 		for _, n := range nodes {
 			if v, ok := c.lookup(n); ok {
 				out[n.Node().Name] = v
@@ -371,14 +372,72 @@ func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
 		}
 		return out
 	}
-	first := under(&kept, 1, ones)
-	second := under(&kept, 2, threes)
+	return nodes, func(s *nodeStates, rev uint64, kinds []weighted) map[string]int64 {
+		return underCPU(s, rev, kinds, 1)
+	}, underCPU
+}
+
+var (
+	onesKinds   = []weighted{{kind: kind{milliCPU: 1000, item: item{shares: 1}, gpus: 1}, weight: 1}}
+	threesKinds = []weighted{{kind: kind{milliCPU: 1000, item: item{shares: 3}, gpus: 1}, weight: 1}}
+)
+
+// TestKeptScoresEndWithTheWorkloadRevision: nodeStates keeps each node's
+// scores from cycle to cycle, but a score is the placement cost under one
+// revision of the target workload; under the next, the same unchanged
+// nodes score as a plugin that never saw them scores them.
+func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
+	_, under, _ := revisionNodes(t)
+	var kept nodeStates
+	first := under(&kept, 1, onesKinds)
+	second := under(&kept, 2, threesKinds)
 	var fresh nodeStates
-	if want := under(&fresh, 2, threes); !cmp.Equal(want, second) {
+	if want := under(&fresh, 2, threesKinds); !cmp.Equal(want, second) {
 		t.Errorf("scores under revision 2 (-fresh +kept from revision 1):\n%s", cmp.Diff(want, second))
 	}
 	if cmp.Equal(first, second) {
 		t.Errorf("scores %v the same under both workloads: the test proves nothing", first)
+	}
+}
+
+// TestRevisionRefreshesAFewScoresACycle: after a revision, a cycle
+// computes afresh at most refreshAtMost of the stale scores it meets and
+// uses the others as kept, until all are fresh; a request new to the nodes
+// is scored under the new revision everywhere.
+func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
+	nodes, _, under := revisionNodes(t)
+	var fresh1, fresh2 nodeStates
+	old, revised := under(&fresh1, 1, onesKinds, 1), under(&fresh2, 2, threesKinds, 1)
+	kept := nodeStates{refreshAtMost: 3}
+	under(&kept, 1, onesKinds, 1)
+	telling := 0 // nodes whose two scores differ
+	for cycle, wantFresh := range []int{3, 6, 8, 8} {
+		got := under(&kept, 2, threesKinds, 1)
+		fresh := 0
+		for _, n := range nodes {
+			name := n.Node().Name
+			want := old[name]
+			if kept.m[name].scores[0].rev == 2 {
+				fresh, want = fresh+1, revised[name]
+			}
+			if got[name] != want {
+				t.Errorf("cycle %d after the revision: %s scores %d, want %d, its kept score's", cycle, name, got[name], want)
+			}
+			if cycle == 0 && old[name] != revised[name] {
+				telling++
+			}
+		}
+		if fresh != wantFresh {
+			t.Errorf("cycle %d after the revision: %d scores of revision 2, want %d", cycle, fresh, wantFresh)
+		}
+	}
+	if telling < 4 {
+		t.Errorf("%d nodes score differently under the two workloads: the test proves little", telling)
+	}
+	kept = nodeStates{refreshAtMost: 3}
+	under(&kept, 1, onesKinds, 1)
+	if got, want := under(&kept, 2, threesKinds, 5), under(&fresh2, 2, threesKinds, 5); !cmp.Equal(got, want) {
+		t.Errorf("a request new to the nodes after the revision (-revision 2's +kept):\n%s", cmp.Diff(want, got))
 	}
 }
 

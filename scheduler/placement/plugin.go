@@ -27,8 +27,7 @@ type Plugin struct {
 	offers        offers
 	placers       placerCache
 	nodes         nodeStates
-	parallel      fwk.Parallelizer // nil in tests that give none
-	fixedWorkload bool             // the args fix the target workload
+	fixedWorkload bool // the args fix the target workload
 }
 
 var (
@@ -50,7 +49,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plugin{work: &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}, parallel: h.Parallelizer()}
+	pl := &Plugin{work: &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}}
 	registerMetrics()
 	if m := h.SharedDRAManager(); m != nil {
 		pl.claims = m.ResourceClaims()
@@ -175,7 +174,7 @@ func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev
 		klog.FromContext(ctx).V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(scoreKey, pl.nodes.score(ctx, pl, nodes, r, pl.placers.get(pl.work.snapshot())))
+	state.Write(scoreKey, pl.nodes.score(pl, nodes, r, pl.placers.get(pl.work.snapshot())))
 	placementDuration.Observe(time.Since(start).Seconds())
 	return nil
 }

@@ -228,16 +228,21 @@ func (w *workload) podHandler(profile string, claims claimGetter) cache.Resource
 	}
 }
 
-// placerSet holds, for one revision of the workload, a pool of scorers
-// whose placers memoize fragmentation. A placer's memo is not safe for
-// concurrent use, so each Score call takes a scorer of its own from the
-// pool and puts it back; scorers live on across cycles while the workload
-// does not change.
+// placerSet holds, for one revision of the workload, the scorers whose
+// placers memoize fragmentation. A placer's memo is not safe for
+// concurrent use, so each goroutine scoring nodes takes a scorer of its
+// own and gives it back; scorers live on across cycles while the workload
+// does not change. They are kept in a list, not a sync.Pool: a pool drops
+// what it holds at every other garbage collection, which in a scheduler
+// holding a cluster's objects comes every few cycles, and every pass
+// over the nodes after one began with empty memos.
 type placerSet struct {
 	rev   uint64
 	kinds []weighted
 	total float64
-	pool  sync.Pool
+
+	mu   sync.Mutex
+	free []*scorer // at most maxHelpers+1: the goroutines of one cycle
 }
 
 func newPlacerSet(rev uint64, kinds []weighted) *placerSet {
@@ -245,12 +250,29 @@ func newPlacerSet(rev uint64, kinds []weighted) *placerSet {
 	for _, k := range kinds {
 		s.total += k.weight
 	}
-	s.pool.New = func() any { return &scorer{set: s, placers: map[shape]*allocator.Placer{}} }
 	return s
 }
 
-func (s *placerSet) get() *scorer  { return s.pool.Get().(*scorer) }
-func (s *placerSet) put(c *scorer) { s.pool.Put(c) }
+// get takes a scorer of the set: one given back, or a new one.
+func (s *placerSet) get() *scorer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.free); n > 0 {
+		c := s.free[n-1]
+		s.free = s.free[:n-1]
+		return c
+	}
+	return &scorer{set: s, placers: map[shape]*allocator.Placer{}}
+}
+
+// put gives c back.
+func (s *placerSet) put(c *scorer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.free) <= maxHelpers {
+		s.free = append(s.free, c)
+	}
+}
 
 // scorer scores nodes for one goroutine at a time.
 type scorer struct {
@@ -273,8 +295,8 @@ func (c *scorer) placer(sh shape) *allocator.Placer {
 	return p
 }
 
-// scorerMemoLimit bounds each scorer's fragmentation memo: the scheduler
-// pools a scorer per goroutine of its parallelizer (16 by default), and
+// scorerMemoLimit bounds each scorer's fragmentation memo: a placer set
+// keeps a scorer per goroutine of a cycle (16 at most), and
 // under a workload that is not revised (fixed by the args, or a cluster
 // whose pods do not change) a memo only grows. 32,768 states are about
 // 2.6 MB a scorer, 42 MB for 16, inside the Deployment's 512 Mi limit;
