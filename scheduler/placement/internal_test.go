@@ -441,6 +441,61 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 	}
 }
 
+// TestNodesAlikeShareOneComputation: of 40 nodes in 4 states (the same
+// pods on the same node type, 10 of each), a cycle computes 4 scores, and
+// each node's score is the one computed for it alone.
+func TestNodesAlikeShareOneComputation(t *testing.T) {
+	offer := `{"resource":"gpuadmit.io/gpu-mem","unitMiB":10240,"sharesPerGPU":4}`
+	gpus := `[{"index":0,"healthy":true,"migMode":"Disabled","memoryMiB":40960},{"index":1,"healthy":true,"migMode":"Disabled","memoryMiB":40960}]`
+	share := func(name string, units, cpus int64) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				"cpu": *resource.NewQuantity(cpus, resource.DecimalSI), allocator.ResourceShare: *resource.NewQuantity(units, resource.DecimalSI)}}}}}}
+	}
+	var nodes []fwk.NodeInfo
+	for i := range 40 {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i), Annotations: map[string]string{
+			allocator.AnnotationGPUs: gpus, allocator.AnnotationShare: offer}}}
+		n.Status.Allocatable = corev1.ResourceList{"cpu": resource.MustParse("64"), "memory": resource.MustParse("256Gi")}
+		var pods []*corev1.Pod
+		switch i % 4 { // states 1 and 2 differ only in CPU, 2 and 3 only in which GPU holds what
+		case 1:
+			pods = append(pods, share(fmt.Sprintf("p%d", i), 3, 1))
+		case 2:
+			pods = append(pods, share(fmt.Sprintf("p%d", i), 3, 8))
+		case 3:
+			pods = append(pods, share(fmt.Sprintf("p%d", i), 4, 1), share(fmt.Sprintf("q%d", i), 3, 7))
+		}
+		info := framework.NewNodeInfo(pods...)
+		info.SetNode(n)
+		nodes = append(nodes, info)
+	}
+	r, err := readRequest(share("new", 1, 2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := newPlacerSet(1, []weighted{{kind: kind{milliCPU: 4000, item: item{shares: 2}, gpus: 1}, weight: 1}, {kind: kind{milliCPU: 32000}, weight: 1}})
+	pl := &Plugin{}
+	var s nodeStates
+	c := s.score(pl, nodes, r, set)
+	if s.computed != 4 {
+		t.Errorf("computed %d scores for 40 nodes in 4 states, want 4", s.computed)
+	}
+	distinct := map[int64]bool{}
+	for _, n := range nodes {
+		got, _ := c.lookup(n)
+		st := &nodeState{}
+		want := pl.rawScore(newPlacerSet(1, set.kinds).get(), n, r, pl.view(n, r, st))
+		if got != want {
+			t.Errorf("%s: score %d, want %d, its own", n.Node().Name, got, want)
+		}
+		distinct[got] = true
+	}
+	if len(distinct) < 3 {
+		t.Errorf("%d distinct scores among the 4 states: the test proves little", len(distinct))
+	}
+}
+
 // TestDerivedWorkloadCountsPlacedDRAPods: a DRA pod stays in the derived
 // workload once placed (its claim allocated and reserved for it), as a
 // device-plugin pod does; a pod sharing a claim placed for another pod

@@ -54,6 +54,9 @@ type nodeStates struct {
 	// numbering started over, which ends every node's scores.
 	reqs  map[reqKey]uint32
 	epoch uint64
+	alike map[stateKey]int // a cycle's scratch: the first node of each state
+	// computed is how many scores the last cycle computed.
+	computed int
 }
 
 type nodeState struct {
@@ -129,6 +132,7 @@ const (
 	maxRequests  = 1024
 	forgetAfter  = 1024 // cycles after which a node not scored is forgotten
 	parallelFrom = 64   // nodes computed with one scorer: a piece of the work spread over goroutines
+	alikeFrom    = 16   // nodes to compute from which alike ones share a computation
 	// refreshAtMostDefault is how many stale scores a cycle computes
 	// afresh: at about 1 µs each, a tenth of a millisecond.
 	refreshAtMostDefault = 128
@@ -151,9 +155,11 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	c := &cycle{states: s, n: int64(s.cycles)}
 	req, cacheable := s.number(key, cacheable)
 	type miss struct {
-		n     fwk.NodeInfo
-		st    *nodeState
-		score int64
+		n      fwk.NodeInfo
+		st     *nodeState
+		view   *gpuView
+		copyOf int // the index in missed of an alike node whose score this one takes; -1 for none
+		score  int64
 	}
 	var missed []miss
 	refresh := s.refreshAtMost
@@ -181,17 +187,45 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		}
 		missed = append(missed, miss{n: n, st: st})
 	}
+	// Nodes alike score alike: of each state (see stateKey) one node is
+	// computed, the others take its score. A packing scheduler leaves many
+	// nodes idle, and the idle nodes of a type are alike.
+	todo := make([]int, 0, len(missed))
+	if s.alike == nil {
+		s.alike = map[stateKey]int{}
+	}
+	clear(s.alike)
+	for j := range missed {
+		m := &missed[j]
+		m.view, m.copyOf = pl.view(m.n, r, m.st), -1
+		if len(missed) >= alikeFrom {
+			if k, ok := keyOfState(m.n, m.view); ok {
+				if i, seen := s.alike[k]; seen {
+					m.copyOf = i
+					continue
+				}
+				s.alike[k] = j
+			}
+		}
+		todo = append(todo, j)
+	}
 	// Pieces of parallelFrom nodes, each scored with one scorer taken from
-	// the pool and put back.
+	// the set and given back.
 	piece := func(p int) {
 		sc := set.get()
-		for j := p * parallelFrom; j < min((p+1)*parallelFrom, len(missed)); j++ {
+		for _, j := range todo[p*parallelFrom : min((p+1)*parallelFrom, len(todo))] {
 			m := &missed[j]
-			m.score = pl.rawScore(sc, m.n, r, m.st)
+			m.score = pl.rawScore(sc, m.n, r, m.view)
 		}
 		set.put(sc)
 	}
-	spread((len(missed)+parallelFrom-1)/parallelFrom, piece)
+	spread((len(todo)+parallelFrom-1)/parallelFrom, piece)
+	s.computed = len(todo)
+	for j := range missed {
+		if i := missed[j].copyOf; i >= 0 {
+			missed[j].score = missed[i].score
+		}
+	}
 	for _, m := range missed {
 		if cacheable {
 			m.st.keep(req, kept{score: m.score, rev: rev})
@@ -279,10 +313,31 @@ func (s *nodeStates) number(key reqKey, cacheable bool) (uint32, bool) {
 	return id, true
 }
 
-// rawScore is the placement score of r on n scaled to Score's integers,
-// or unscored where the plugin cannot model the node.
-func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, st *nodeState) int64 {
-	raw, ok := sc.score(n, r, pl.view(n, r, st))
+// stateKey is what a node's score of a request depends on, besides the
+// request and the workload: its view's shape and GPUs left, and the CPU
+// and memory it has left (see base). Nodes of more than 8 GPUs have none.
+type stateKey struct {
+	shape    shape
+	cpu, mem int64
+	n        int
+	left     [8]int64
+}
+
+func keyOfState(n fwk.NodeInfo, v *gpuView) (stateKey, bool) {
+	if v == nil || len(v.left) > len(stateKey{}.left) {
+		return stateKey{}, false
+	}
+	alloc, used := n.GetAllocatable(), n.GetRequested()
+	k := stateKey{shape: v.shape, cpu: alloc.GetMilliCPU() - used.GetMilliCPU(),
+		mem: (alloc.GetMemory() - used.GetMemory()) >> 20, n: len(v.left)}
+	copy(k.left[:], v.left)
+	return k, true
+}
+
+// rawScore is the placement score of r on n, whose view for r is v, scaled
+// to Score's integers, or unscored where the plugin cannot model the node.
+func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView) int64 {
+	raw, ok := sc.score(n, r, v)
 	if !ok {
 		return unscored
 	}
