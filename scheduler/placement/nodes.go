@@ -222,11 +222,10 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	spread((len(todo)+parallelFrom-1)/parallelFrom, piece)
 	s.computed = len(todo)
 	for j := range missed {
-		if i := missed[j].copyOf; i >= 0 {
-			missed[j].score = missed[i].score
+		m := &missed[j]
+		if m.copyOf >= 0 { // an earlier node, computed
+			m.score = missed[m.copyOf].score
 		}
-	}
-	for _, m := range missed {
 		if cacheable {
 			m.st.keep(req, kept{score: m.score, rev: rev})
 		}
@@ -327,9 +326,8 @@ func keyOfState(n fwk.NodeInfo, v *gpuView) (stateKey, bool) {
 	if v == nil || len(v.left) > len(stateKey{}.left) {
 		return stateKey{}, false
 	}
-	alloc, used := n.GetAllocatable(), n.GetRequested()
-	k := stateKey{shape: v.shape, cpu: alloc.GetMilliCPU() - used.GetMilliCPU(),
-		mem: (alloc.GetMemory() - used.GetMemory()) >> 20, n: len(v.left)}
+	k := stateKey{shape: v.shape, n: len(v.left)}
+	k.cpu, k.mem = cpuMemLeft(n)
 	copy(k.left[:], v.left)
 	return k, true
 }

@@ -101,14 +101,20 @@ func (v *gpuView) base(n fwk.NodeInfo, c *scorer) *base {
 		b.placer = p
 		return b
 	}
-	alloc, used := n.GetAllocatable(), n.GetRequested()
-	fn := allocator.FragNode{MilliCPULeft: alloc.GetMilliCPU() - used.GetMilliCPU(),
-		MemoryMiBLeft: (alloc.GetMemory() - used.GetMemory()) >> 20, Model: v.shape.model(), GPUMilliLeft: v.shape.millis(v.left)}
+	cpu, mem := cpuMemLeft(n)
+	fn := allocator.FragNode{MilliCPULeft: cpu, MemoryMiBLeft: mem, Model: v.shape.model(), GPUMilliLeft: v.shape.millis(v.left)}
 	v.kept = &base{rev: c.set.rev, placer: p, fn: fn, before: p.Fragmentation(fn)}
 	for _, l := range fn.GPUMilliLeft {
 		v.kept.gpuLeft += l
 	}
 	return v.kept
+}
+
+// cpuMemLeft is the milli-CPU and MiB of memory n has left, as a node's base
+// and its stateKey read them.
+func cpuMemLeft(n fwk.NodeInfo) (milliCPU, memoryMiB int64) {
+	alloc, used := n.GetAllocatable(), n.GetRequested()
+	return alloc.GetMilliCPU() - used.GetMilliCPU(), (alloc.GetMemory() - used.GetMemory()) >> 20
 }
 
 // millis is every GPU's left in milli-GPU.
