@@ -46,7 +46,7 @@ func RunStudy(s Study) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("load workload: %w", err)
 	}
-	policy, err := NewPolicy(s.Policy, pods)
+	policy, err := NewPolicy(s.Policy, pods, nodes)
 	if err != nil {
 		return Result{}, err
 	}

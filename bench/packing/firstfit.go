@@ -34,8 +34,8 @@ func firstFitGPUs(n *NodeState, p Pod) []int {
 type GPUAdmitFirstFit struct{ *GPUAdmit }
 
 // NewGPUAdmitFirstFit learns the workload as NewGPUAdmit does.
-func NewGPUAdmitFirstFit(workload []Pod) GPUAdmitFirstFit {
-	return GPUAdmitFirstFit{NewGPUAdmit(workload)}
+func NewGPUAdmitFirstFit(workload []Pod, nodes []Node) GPUAdmitFirstFit {
+	return GPUAdmitFirstFit{NewGPUAdmit(workload, nodes)}
 }
 
 // Score is −cost on the first-fit GPUs + best fit/100.

@@ -15,7 +15,7 @@ const bestFitTie = 1.0 / 100
 // the node and GPU of least allocator.Placer cost (the growth of the node's
 // expected fragmentation plus that of the GPU it strands for want of CPU),
 // ties going to the best fit (least CPU and GPU left). It departs from FGD
-// in four ways, each measured in docs/benchmarks.md:
+// in five ways, each measured in docs/benchmarks.md:
 //
 //   - every kind of request of the workload counts, not only the most
 //     popular ones covering 95% of pods;
@@ -24,15 +24,32 @@ const bestFitTie = 1.0 / 100
 //   - the growth itself is compared, not ⌊100·sigmoid(−Δ/1000)⌋, whose
 //     integer steps turn most choices into ties;
 //   - GPU a node's CPU cannot feed at the workload's CPU per GPU counts as
-//     stranded before any kind stops fitting.
+//     stranded before any kind stops fitting;
+//   - a GPU of a model that pinned kinds need is priced at the share of
+//     that model they are expected to take (allocator.Scarcity).
 type GPUAdmit struct {
 	placer *allocator.Placer
 	before fragCache
 }
 
-// NewGPUAdmit learns every kind of request in workload, with its memory.
-func NewGPUAdmit(workload []Pod) *GPUAdmit {
-	return &GPUAdmit{placer: allocator.NewPlacer(typicalTasks(workload, 1, true))}
+// NewGPUAdmit learns every kind of request in workload, with its memory,
+// and the GPUs of each model among nodes (the cluster), which price the
+// GPUs that pinned kinds need (allocator.Scarcity).
+func NewGPUAdmit(workload []Pod, nodes []Node) *GPUAdmit {
+	p := allocator.NewPlacer(typicalTasks(workload, 1, true))
+	p.SetSupply(Supply(nodes))
+	return &GPUAdmit{placer: p}
+}
+
+// Supply is nodes' GPUs per model.
+func Supply(nodes []Node) map[string]int {
+	out := map[string]int{}
+	for _, n := range nodes {
+		if n.GPUs > 0 {
+			out[n.Model] += n.GPUs
+		}
+	}
+	return out
 }
 
 // Score is −cost + best fit/100.

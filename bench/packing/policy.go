@@ -33,8 +33,8 @@ var Policies = []string{"random", "dotprod", "clustering", "packing", "bestfit",
 
 // NewPolicy returns the policy called name, one of Policies or Variants;
 // FGD and gpuadmit need the target workload to learn its distribution of
-// requests.
-func NewPolicy(name string, workload []Pod) (Policy, error) {
+// requests, gpuadmit also the cluster's nodes (their GPUs per model).
+func NewPolicy(name string, workload []Pod, nodes []Node) (Policy, error) {
 	switch strings.ToLower(name) {
 	case "random":
 		return Random{}, nil
@@ -49,9 +49,9 @@ func NewPolicy(name string, workload []Pod) (Policy, error) {
 	case "fgd":
 		return NewFGD(workload), nil
 	case "gpuadmit":
-		return NewGPUAdmit(workload), nil
+		return NewGPUAdmit(workload, nodes), nil
 	case "gpuadmit-firstfit":
-		return NewGPUAdmitFirstFit(workload), nil
+		return NewGPUAdmitFirstFit(workload, nodes), nil
 	case "bestfit-firstfit":
 		return BestFitFirstFit{}, nil
 	}

@@ -19,6 +19,15 @@ func tiny() *Cluster {
 	return c
 }
 
+// nodesOf is c's nodes.
+func nodesOf(c *Cluster) []Node {
+	out := make([]Node, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = n.Node
+	}
+	return out
+}
+
 var (
 	share  = Pod{Name: "share", MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 250}
 	whole  = Pod{Name: "whole", MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000}
@@ -48,7 +57,7 @@ func TestPolicyChoice(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			c := tiny()
-			p, err := NewPolicy(tc.policy, testWorkload)
+			p, err := NewPolicy(tc.policy, testWorkload, nodesOf(c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +163,7 @@ func TestFirstFitVariants(t *testing.T) {
 			})
 			c.Nodes[0].Assign(Pod{MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 700}, []int{1})
 			c.Nodes[1].Assign(Pod{MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 700}, []int{0})
-			p, err := NewPolicy(tc.policy, testWorkload)
+			p, err := NewPolicy(tc.policy, testWorkload, nodesOf(c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,6 +174,56 @@ func TestFirstFitVariants(t *testing.T) {
 			}
 			if diff := cmp.Diff([]any{tc.wantNode, tc.wantGPUs}, []any{n.Name, p.GPUs(n, share, r)}); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGPUAdmitKeepsScarceModelsForPinnedPods: model A has one GPU, which
+// the pods pinned to A (a tenth of the pods, 1.1 GPU of demand when the
+// workload fills the cluster) need whole; B has ten. FGD's measure alone
+// sends a pod that runs anywhere to A, whose idle GPU the more numerous
+// B-pinned kind counts as a fragment; priced by scarcity (1 per milli-GPU
+// on A, 0.22 on B) it goes to B, and the A-pinned pod that follows fits.
+func TestGPUAdmitKeepsScarceModelsForPinnedPods(t *testing.T) {
+	nodes := []Node{
+		{Name: "a", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 1, Model: "A"},
+		{Name: "b", MilliCPU: 640000, MemoryMiB: 655360, GPUs: 10, Model: "B"},
+	}
+	any := Pod{Name: "any", MilliCPU: 4000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 1000}
+	onA, onB := any, any
+	onA.Name, onA.Spec = "on-a", "A"
+	onB.Name, onB.Spec = "on-b", "B"
+	var workload []Pod
+	for i := range 10 {
+		switch {
+		case i == 0:
+			workload = append(workload, onA)
+		case i <= 2:
+			workload = append(workload, onB)
+		default:
+			workload = append(workload, any)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []Node // the supply the policy is told
+		want  string
+	}{
+		{"without supply", nil, "a"},
+		{"priced by scarcity", nodes, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCluster(nodes)
+			p := NewGPUAdmit(workload, tc.nodes)
+			r := newRand(1)
+			n := choose(c, any, p, r)
+			if n == nil || n.Name != tc.want {
+				t.Fatalf("pod that runs anywhere went to %v, want %s", n, tc.want)
+			}
+			n.Assign(any, p.GPUs(n, any, r))
+			if got := choose(c, onA, p, r); (got != nil) != (tc.want == "b") {
+				t.Errorf("A-pinned pod placed: %v; want placed only when A was kept", got != nil)
 			}
 		})
 	}

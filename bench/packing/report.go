@@ -66,7 +66,8 @@ func RunMatrix(trace string, workloads, policies []string, seeds []uint64, worke
 // checkMatrix loads the cluster and every workload once and builds every
 // policy (for the first workload), failing on the first that cannot be.
 func checkMatrix(trace string, workloads, policies []string) error {
-	if _, err := LoadNodes(trace, ""); err != nil {
+	nodes, err := LoadNodes(trace, "")
+	if err != nil {
 		return fmt.Errorf("load cluster: %w", err)
 	}
 	var first []Pod
@@ -80,7 +81,7 @@ func checkMatrix(trace string, workloads, policies []string) error {
 		}
 	}
 	for _, p := range policies {
-		if _, err := NewPolicy(p, first); err != nil {
+		if _, err := NewPolicy(p, first, nodes); err != nil {
 			return err
 		}
 	}

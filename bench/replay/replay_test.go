@@ -133,7 +133,7 @@ func TestAccountCountsAsTheSimulator(t *testing.T) {
 		p.Name = fmt.Sprintf("t%d", i)
 		pods = append(pods, p)
 	}
-	policy, err := packing.NewPolicy("gpuadmit", pods)
+	policy, err := packing.NewPolicy("gpuadmit", pods, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}

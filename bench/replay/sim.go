@@ -32,7 +32,7 @@ type Simulated struct {
 func Simulate(w Workload, seed uint64, policies []string) ([]Simulated, error) {
 	out := make([]Simulated, 0, len(policies))
 	for _, name := range policies {
-		p, err := packing.NewPolicy(name, w.Listed)
+		p, err := packing.NewPolicy(name, w.Listed, w.Nodes)
 		if err != nil {
 			return nil, err
 		}

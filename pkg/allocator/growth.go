@@ -146,16 +146,39 @@ func (m *FragMemo) Growth(n FragNode, before float64, req FragTask) (growth floa
 // docs/benchmarks.md.
 const strandWeight = 0.3
 
-// Placer is gpuadmit's placement cost: the growth of the node's expected
-// fragmentation (FragMemo.Growth) plus the growth of the GPU it strands for
-// want of CPU, weighted by strandWeight. A node strands the idle GPU its CPU
-// left cannot feed at the workload's CPU per GPU: FGD's fragmentation only
-// sees CPU once a kind no longer fits, one pod too late.
+// Placer is gpuadmit's placement cost, in milli-GPU, the sum of three terms:
+//
+//   - the growth of the node's expected fragmentation (FragMemo.Growth);
+//   - the growth of the GPU it strands for want of CPU, weighted by
+//     strandWeight. A node strands the idle GPU its CPU left cannot feed at
+//     the workload's CPU per GPU: FGD's fragmentation only sees CPU once a
+//     kind no longer fits, one pod too late;
+//   - the price of the GPUs taken, Scarcity of the node's model per
+//     milli-GPU, once SetSupply has told the placer the cluster's GPUs.
 type Placer struct {
 	*FragMemo
 	// CPUPerGPU is the workload's milli-CPU per whole GPU asked for,
 	// CPU-only kinds included (their CPU competes for the same nodes).
 	CPUPerGPU float64
+	scarcity  map[string]float64
+}
+
+// SetSupply gives p the cluster's GPUs per model, from which it prices the
+// GPUs that the workload's pinned kinds need (Scarcity). Until it is called,
+// or when no kind is pinned, no GPU is priced.
+func (p *Placer) SetSupply(gpus map[string]int) {
+	p.scarcity = Scarcity(p.Tasks(), gpus)
+}
+
+// Scarcity is the price per milli-GPU of a GPU of model (see Scarcity).
+func (p *Placer) Scarcity(model string) float64 { return p.scarcity[model] }
+
+// price is what the GPUs req takes on n cost.
+func (p *Placer) price(n FragNode, req FragTask) float64 {
+	if p.scarcity == nil {
+		return 0
+	}
+	return p.scarcity[n.Model] * float64(req.GPUMilli*int64(req.GPUs))
 }
 
 // NewPlacer returns the placement cost over the task kinds tasks.
@@ -180,7 +203,7 @@ func (p *Placer) Cost(n FragNode, before float64, req FragTask) (cost float64, g
 	if !ok {
 		return cost, gpus, ok
 	}
-	return cost + p.strandGrowth(n, req), gpus, true
+	return cost + p.strandGrowth(n, req) + p.price(n, req), gpus, true
 }
 
 // CostOn is the cost of placing req on n's GPUs gpus, which someone else
@@ -201,7 +224,7 @@ func (p *Placer) CostOn(n FragNode, before float64, req FragTask, gpus []int) (c
 		}
 		after.GPUMilliLeft[g] -= req.GPUMilli
 	}
-	return p.Fragmentation(after) - before + p.strandGrowth(n, req), true
+	return p.Fragmentation(after) - before + p.strandGrowth(n, req) + p.price(n, req), true
 }
 
 // strandGrowth is the weighted growth of the GPU n strands for want of CPU
