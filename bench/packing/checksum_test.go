@@ -3,6 +3,7 @@ package packing
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +160,24 @@ func TestTraceDocListsTheSums(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "```\n"+openbSums+"```\n") {
 		t.Errorf("docs/trace.md has no code block equal to %s; copy the file into it", OpenbSumsFile)
+	}
+}
+
+// TestPodListsAreTheTrace: PodLists names every pod list whose sum the
+// repository keeps, and no other.
+func TestPodListsAreTheTrace(t *testing.T) {
+	var listed []string
+	for _, f := range OpenbChecksums().Files() {
+		if strings.HasPrefix(f, "openb_pod_list_") {
+			listed = append(listed, f)
+		}
+	}
+	var files []string
+	for _, w := range PodLists {
+		files = append(files, PodFile(w))
+	}
+	slices.Sort(files)
+	if diff := cmp.Diff(listed, files); diff != "" {
+		t.Errorf("pod lists in openb.sha256 (-) against PodLists (+)\n%s", diff)
 	}
 }

@@ -112,6 +112,9 @@ type Summary struct {
 	DecisionP50us    float64 `json:"decisionP50us"`
 	DecisionP99us    float64 `json:"decisionP99us"`
 	DecisionP99MaxUs float64 `json:"decisionP99MaxUs"`
+	// At100BySeed is each seed's unallocated GPU % at 100% arrived, for
+	// comparing policies seed by seed (Margins).
+	At100BySeed map[uint64]float64 `json:"unallocatedAt100PctBySeed,omitempty"`
 }
 
 // PointSummary is one arrival point over the seeds.
@@ -158,6 +161,14 @@ func summarize(workload, policy string, runs []Result) Summary {
 		s.Seeds = append(s.Seeds, r.Seed)
 		p50 = append(p50, r.DecisionP50us)
 		p99 = append(p99, r.DecisionP99us)
+		for _, p := range r.Points {
+			if math.Abs(p.Arrived-1) < 1e-6 {
+				if s.At100BySeed == nil {
+					s.At100BySeed = map[uint64]float64{}
+				}
+				s.At100BySeed[r.Seed] = p.UnallocatedPct
+			}
+		}
 	}
 	s.DecisionP50us = describe(p50).Mean
 	s.DecisionP99us = describe(p99).Mean
@@ -288,6 +299,9 @@ func Markdown(sums []Summary) string {
 		"p50 and p99, and the largest p99 of any seed, on the machine that ran the study (one run at a\n" +
 		"time unless --workers says otherwise), so compare it within a table, not across machines.\n\n")
 	fmt.Fprintf(&b, "Seeds: %s.\n", seedList(sums))
+	if ms := Margins(sums, "gpuadmit", "fgd"); len(ms) > 0 {
+		writeMargins(&b, ms)
+	}
 	for _, w := range workloadsOf(sums) {
 		fmt.Fprintf(&b, "\n## %s\n\n", w)
 		writeTable(&b, w == paperWorkload, rowsOf(sums, w))
@@ -409,4 +423,86 @@ func seedList(sums []Summary) string {
 		return list + " (not every row has every seed)"
 	}
 	return fmt.Sprintf("%s (%d per row)", list, perRow)
+}
+
+// Margin is how much less GPU one policy leaves unallocated at 100%
+// arrived than another on one workload, over the seeds both ran.
+type Margin struct {
+	Workload string
+	// Policy and Against are the two policies' unallocated GPU % at 100%
+	// arrived over the common seeds.
+	Policy, Against Stat
+	// Diff is Policy's minus Against's, seed by seed (negative: Policy
+	// leaves less); Wins counts the seeds where it is negative.
+	Diff       Stat
+	Wins, Runs int
+}
+
+// Margins compares policy with against on every workload both ran, in
+// the order workloads first appear, seed by seed.
+func Margins(sums []Summary, policy, against string) []Margin {
+	var out []Margin
+	for _, w := range workloadsOf(sums) {
+		var a, b *Summary
+		for i := range sums {
+			switch {
+			case sums[i].Workload != w:
+			case sums[i].Policy == policy:
+				a = &sums[i]
+			case sums[i].Policy == against:
+				b = &sums[i]
+			}
+		}
+		if a == nil || b == nil {
+			continue
+		}
+		var xs, ys, ds []float64
+		m := Margin{Workload: w}
+		for _, seed := range slices.Sorted(maps.Keys(a.At100BySeed)) {
+			y, ok := b.At100BySeed[seed]
+			if !ok {
+				continue
+			}
+			x := a.At100BySeed[seed]
+			xs, ys, ds = append(xs, x), append(ys, y), append(ds, x-y)
+			if x < y {
+				m.Wins++
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		m.Policy, m.Against, m.Diff, m.Runs = describe(xs), describe(ys), describe(ds), len(ds)
+		out = append(out, m)
+	}
+	return out
+}
+
+// Spread says whether m's margin stands clear of the spread over seeds:
+// "apart" when the two policies' ranges over seeds do not meet, "every
+// seed" when they meet but the policy is lower on every seed, "inside"
+// otherwise.
+func (m Margin) Spread() string {
+	switch {
+	case m.Policy.Max < m.Against.Min:
+		return "apart"
+	case m.Wins == m.Runs:
+		return "every seed"
+	}
+	return "inside"
+}
+
+func writeMargins(b *strings.Builder, ms []Margin) {
+	b.WriteString("\n## gpuadmit against FGD at 100% arrived\n\n")
+	b.WriteString("Margin: gpuadmit's unallocated GPU % minus FGD's, the mean over the seeds both ran (negative:\n" +
+		"gpuadmit leaves less); per seed: the least and greatest of the seed-by-seed differences. Spread:\n" +
+		"\"apart\" when the two policies' ranges over seeds do not meet, \"every seed\" when they meet but\n" +
+		"gpuadmit is lower on every seed, \"inside\" when the margin is within the spread over seeds.\n\n")
+	b.WriteString("| workload | fgd mean | min–max | gpuadmit mean | min–max | margin (pp) | per seed | seeds lower | spread |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, m := range ms {
+		fmt.Fprintf(b, "| %s | %.2f | %s | %.2f | %s | %+.2f | %+.2f…%+.2f | %d/%d | %s |\n", m.Workload,
+			m.Against.Mean, pctRange(m.Against, true), m.Policy.Mean, pctRange(m.Policy, true),
+			m.Diff.Mean, m.Diff.Min, m.Diff.Max, m.Wins, m.Runs, m.Spread())
+	}
 }

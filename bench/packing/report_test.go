@@ -31,6 +31,7 @@ func TestSummarize(t *testing.T) {
 			{Arrived: 1, Runs: 4, Unallocated: Stat{Mean: 5, Median: 5, Min: 2, Max: 8}, Allocated: Stat{Mean: 95, Median: 95, Min: 92, Max: 98}},
 		},
 		DecisionP50us: 25, DecisionP99us: 250, DecisionP99MaxUs: 400,
+		At100BySeed: map[uint64]float64{42: 4, 43: 8, 44: 2, 45: 6},
 	}, {
 		Workload: "default", Policy: "random", Seeds: []uint64{42},
 		Points:        []PointSummary{{Arrived: 0.9, Runs: 1, Unallocated: Stat{Mean: 20, Median: 20, Min: 20, Max: 20}, Allocated: Stat{Mean: 80, Median: 80, Min: 80, Max: 80}}},
@@ -136,5 +137,35 @@ func TestRunMatrixChecksFirst(t *testing.T) {
 				t.Errorf("runs before the check failed:\n%s", progress.String())
 			}
 		})
+	}
+}
+
+func TestMargins(t *testing.T) {
+	in := func(w string, r Result) Result { r.Workload = w; return r }
+	results := []Result{
+		// a: gpuadmit lower on every seed, ranges apart
+		in("a", result("fgd", 42, 0, 0, 9, 5)), in("a", result("fgd", 43, 0, 0, 9, 6)),
+		in("a", result("gpuadmit", 42, 0, 0, 9, 4)), in("a", result("gpuadmit", 43, 0, 0, 9, 4.5)),
+		// b: lower on every seed, but the ranges meet
+		in("b", result("fgd", 42, 0, 0, 9, 5)), in("b", result("fgd", 43, 0, 0, 9, 7)),
+		in("b", result("gpuadmit", 42, 0, 0, 9, 4)), in("b", result("gpuadmit", 43, 0, 0, 9, 6)),
+		// c: higher on one seed; seed 44 only fgd ran
+		in("c", result("fgd", 42, 0, 0, 9, 5)), in("c", result("fgd", 43, 0, 0, 9, 5)), in("c", result("fgd", 44, 0, 0, 9, 1)),
+		in("c", result("gpuadmit", 42, 0, 0, 9, 4)), in("c", result("gpuadmit", 43, 0, 0, 9, 5.5)),
+		// d: no gpuadmit
+		in("d", result("fgd", 42, 0, 0, 9, 5)),
+	}
+	ms := Margins(Summarize(results), "gpuadmit", "fgd")
+	var got []string
+	for _, m := range ms {
+		got = append(got, fmt.Sprintf("%s %+.2f %d/%d %s", m.Workload, m.Diff.Mean, m.Wins, m.Runs, m.Spread()))
+	}
+	want := []string{"a -1.25 2/2 apart", "b -1.00 2/2 every seed", "c -0.25 1/2 inside"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	md := Markdown(Summarize(results))
+	if row := "| c | 5.00 | 5.00–5.00 | 4.75 | 4.00–5.50 | -0.25 | -1.00…+0.50 | 1/2 | inside |"; !strings.Contains(md, row) {
+		t.Errorf("summary lacks %q:\n%s", row, md)
 	}
 }

@@ -37,6 +37,18 @@ func (p Pod) GPUMilliTotal() int64 { return p.GPUMilli * int64(p.GPUs) }
 // Shared reports whether the pod asks for a share of one GPU.
 func (p Pod) Shared() bool { return p.GPUs == 1 && p.GPUMilli > 0 && p.GPUMilli < milliPerGPU }
 
+// PodLists are the trace's 24 pod lists (docs/trace.md): the default one;
+// those with more CPU-only tasks (cpu*), with more GPU-sharing tasks
+// (gpushare*), with more tasks pinned to GPU models (gpuspec*) and with
+// more multi-GPU tasks (multigpu*).
+var PodLists = []string{
+	"default",
+	"cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235", "cpu250", "cpu300",
+	"gpushare20", "gpushare40", "gpushare60", "gpushare80", "gpushare100",
+	"gpuspec05", "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33",
+	"multigpu20", "multigpu30", "multigpu40", "multigpu50",
+}
+
 // NodeFile is the protocol's cluster: the trace's GPU nodes.
 const NodeFile = "openb_node_list_gpu_node.csv"
 

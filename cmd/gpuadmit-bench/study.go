@@ -20,8 +20,8 @@ type studyFlags struct {
 	workers                                           int
 }
 
-// defaultStudyWorkloads are the workloads of the paper's packing figures.
-const defaultStudyWorkloads = "default,gpushare40,gpushare60,gpushare80,gpushare100,multigpu20,multigpu30,multigpu40,multigpu50"
+// defaultStudyWorkloads are all the trace's pod lists.
+var defaultStudyWorkloads = strings.Join(packing.PodLists, ",")
 
 func studyCmd() *cobra.Command {
 	f := studyFlags{trace: "../shared/data/openb", workloads: defaultStudyWorkloads, policies: "all",
