@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 // studyFlags are the flags of `gpuadmit-bench study`, as given.
 type studyFlags struct {
 	trace, checksums, workloads, policies, seeds, out string
+	results                                           string // report these instead of running
 	workers                                           int
 }
 
@@ -46,6 +49,7 @@ func studyCmd() *cobra.Command {
 	fl.StringVar(&f.seeds, "seeds", f.seeds, "seeds: comma-separated numbers and ranges (42-51, 42,45)")
 	fl.IntVar(&f.workers, "workers", f.workers, "runs at a time; more than one makes runs compete for CPU and inflates the decision times")
 	fl.StringVar(&f.out, "out", f.out, "directory for results.json, summary.json, summary.md and the PNGs")
+	fl.StringVar(&f.results, "results", "", "report the runs of an earlier study's results.json that match --workloads, --policies and --seeds, without running any")
 	return cmd
 }
 
@@ -65,6 +69,13 @@ func runStudy(ctx context.Context, f studyFlags, stdout, stderr io.Writer) error
 	if f.workers < 1 {
 		return fmt.Errorf("--workers %d: want at least 1", f.workers)
 	}
+	if f.results != "" {
+		results, err := readResults(f.results, workloads, policies, seeds)
+		if err != nil {
+			return err
+		}
+		return writeStudy(f.out, results, stdout)
+	}
 	if err := verifyTrace(f.trace, f.checksums, packing.TraceFiles("", workloads...)); err != nil {
 		return err
 	}
@@ -74,12 +85,40 @@ func runStudy(ctx context.Context, f studyFlags, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stderr, "%d runs in %s\n", len(results), time.Since(start).Round(time.Second))
-	md, err := packing.WriteReport(f.out, results)
+	return writeStudy(f.out, results, stdout)
+}
+
+// writeStudy writes the report of results into out and prints summary.md.
+func writeStudy(out string, results []packing.Result, stdout io.Writer) error {
+	md, err := packing.WriteReport(out, results)
 	if err != nil {
 		return err
 	}
 	_, err = io.WriteString(stdout, md)
 	return err
+}
+
+// readResults reads an earlier study's results.json and keeps the runs of
+// the given workloads, policies and seeds, in their order there.
+func readResults(path string, workloads, policies []string, seeds []uint64) ([]packing.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--results: %w", err)
+	}
+	var all []packing.Result
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, fmt.Errorf("--results %s: %w", path, err)
+	}
+	var out []packing.Result
+	for _, r := range all {
+		if slices.Contains(workloads, r.Workload) && slices.Contains(policies, r.Policy) && slices.Contains(seeds, r.Seed) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--results %s: no run of the workloads, policies and seeds asked for", path)
+	}
+	return out, nil
 }
 
 // runMatrix is packing.RunMatrix, given up on when ctx is done (Ctrl-C)

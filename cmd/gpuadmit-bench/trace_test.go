@@ -87,3 +87,36 @@ func TestStudyChecksTheTraceFirst(t *testing.T) {
 		t.Errorf("runs before the check failed:\n%s%s", stdout.String(), stderr.String())
 	}
 }
+
+// TestStudyReportsEarlierResults: --results reports the runs of an earlier
+// study that match the flags, and runs nothing (the trace directory does
+// not exist).
+func TestStudyReportsEarlierResults(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "results.json")
+	runs := []packing.Result{
+		{Policy: "fgd", Workload: "default", Seed: 42, Points: []packing.Point{{Arrived: 1, UnallocatedPct: 5}}},
+		{Policy: "fgd", Workload: "default", Seed: 45, Points: []packing.Point{{Arrived: 1, UnallocatedPct: 7}}},
+		{Policy: "random", Workload: "default", Seed: 45, Points: []packing.Point{{Arrived: 1, UnallocatedPct: 14}}},
+	}
+	b, err := json.Marshal(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	f := studyFlags{trace: "no-such-dir", results: in, workloads: "default", policies: "fgd", seeds: "45-51", out: out, workers: 1}
+	var stdout, stderr bytes.Buffer
+	if err := runStudy(t.Context(), f, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	md := stdout.String()
+	if !strings.Contains(md, "| fgd | 7.00 |") || strings.Contains(md, "| random |") || !strings.Contains(md, "Seeds: 45 (1 per row)") {
+		t.Errorf("report of seed 45, fgd only, wanted:\n%s", md)
+	}
+	f.seeds = "50"
+	if err := runStudy(t.Context(), f, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "no run") {
+		t.Errorf("no matching run: err = %v", err)
+	}
+}
