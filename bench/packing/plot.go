@@ -35,7 +35,13 @@ func WritePlots(dir string, sums []Summary) error {
 	if err != nil {
 		return err
 	}
-	return savePNG(p, 26*vg.Centimeter, 12*vg.Centimeter, filepath.Join(dir, "at100.png"))
+	return savePNG(p, at100Width(len(workloadsOf(sums))), 12*vg.Centimeter, filepath.Join(dir, "at100.png"))
+}
+
+// at100Width is the bar chart's width for n workloads: 26 cm, and 3 cm a
+// workload past 8, so that 24 lists' names do not run into each other.
+func at100Width(n int) vg.Length {
+	return max(26, 3*vg.Length(n)+2) * vg.Centimeter
 }
 
 // plotFile names the line plot of workload w, a workload given as a file
@@ -129,8 +135,8 @@ func At100Plot(sums []Summary) (*plot.Plot, error) {
 	grid := plotter.NewGrid()
 	grid.Vertical.Color = nil // the workloads are categories
 	p.Add(grid)
-	// Bars of a group fill 80% of its slot on a 26 cm canvas less its margins.
-	width := 0.8 * 23 * vg.Centimeter / vg.Length(len(workloads)*len(policies))
+	// Bars of a group fill 80% of its slot on the canvas less its margins.
+	width := 0.8 * (at100Width(len(workloads)) - 3*vg.Centimeter) / vg.Length(len(workloads)*len(policies))
 	var top float64
 	for i, pol := range policies {
 		vals := at100Values(sums, workloads, pol)
