@@ -55,7 +55,7 @@ bench-admission:
 	$(GO) run ./cmd/gpuadmit-bench admission --out docs/benchmarks/admission >docs/benchmarks/admission/table.md
 
 # bench-packing runs the packing study (24 pod lists, 7 policies, seeds 42-51:
-# 1,680 runs, about 45 minutes on one core) on the openb trace in OPENB into
+# 1,680 runs, about 27 minutes on one core) on the openb trace in OPENB into
 # docs/benchmarks/packing. The trace is not in the repository: docs/trace.md
 # says where it comes from, hack/fetch-openb.sh DIR fetches it, and the study
 # checks every file it reads against bench/packing/openb.sha256.

@@ -162,7 +162,7 @@ func summarize(workload, policy string, runs []Result) Summary {
 		p50 = append(p50, r.DecisionP50us)
 		p99 = append(p99, r.DecisionP99us)
 		for _, p := range r.Points {
-			if math.Abs(p.Arrived-1) < 1e-6 {
+			if math.Round(p.Arrived*1000) == 1000 { // to the permille, as summarizePoints matches points
 				if s.At100BySeed == nil {
 					s.At100BySeed = map[uint64]float64{}
 				}
@@ -504,13 +504,17 @@ func Margins(sums []Summary, policy, against string) []Margin {
 // Spread says whether m's margin stands clear of the spread over seeds:
 // "apart" when the two policies' ranges over seeds do not meet, "every
 // seed" when they meet but the policy is lower on every seed, "inside"
-// otherwise.
+// otherwise; "(worse)" is added where the policy is the higher one.
 func (m Margin) Spread() string {
 	switch {
 	case m.Policy.Max < m.Against.Min:
 		return "apart"
+	case m.Policy.Min > m.Against.Max:
+		return "apart (worse)"
 	case m.Wins == m.Runs:
 		return "every seed"
+	case m.Wins == 0 && m.Diff.Min > 0:
+		return "every seed (worse)"
 	}
 	return "inside"
 }
@@ -520,7 +524,8 @@ func writeMargins(b *strings.Builder, ms []Margin) {
 	b.WriteString("Margin: gpuadmit's unallocated GPU % minus FGD's, the mean over the seeds both ran (negative:\n" +
 		"gpuadmit leaves less); per seed: the least and greatest of the seed-by-seed differences. Spread:\n" +
 		"\"apart\" when the two policies' ranges over seeds do not meet, \"every seed\" when they meet but\n" +
-		"gpuadmit is lower on every seed, \"inside\" when the margin is within the spread over seeds.\n\n")
+		"gpuadmit is lower on every seed, \"inside\" when the margin is within the spread over seeds;\n" +
+		"\"(worse)\" where gpuadmit is the higher.\n\n")
 	b.WriteString("| workload | fgd mean | min–max | gpuadmit mean | min–max | margin (pp) | per seed | seeds lower | spread |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, m := range ms {

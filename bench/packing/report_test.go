@@ -162,13 +162,18 @@ func TestMargins(t *testing.T) {
 		in("c", result("gpuadmit", 42, 0, 0, 9, 4)), in("c", result("gpuadmit", 43, 0, 0, 9, 5.5)),
 		// d: no gpuadmit
 		in("d", result("fgd", 42, 0, 0, 9, 5)),
+		// e: gpuadmit higher on every seed, ranges apart; f: higher on every seed, ranges meet
+		in("e", result("fgd", 42, 0, 0, 9, 4)), in("e", result("gpuadmit", 42, 0, 0, 9, 5)),
+		in("f", result("fgd", 42, 0, 0, 9, 4)), in("f", result("fgd", 43, 0, 0, 9, 6)),
+		in("f", result("gpuadmit", 42, 0, 0, 9, 4.5)), in("f", result("gpuadmit", 43, 0, 0, 9, 6.5)),
 	}
 	ms := Margins(Summarize(results), "gpuadmit", "fgd")
 	var got []string
 	for _, m := range ms {
 		got = append(got, fmt.Sprintf("%s %+.2f %d/%d %s", m.Workload, m.Diff.Mean, m.Wins, m.Runs, m.Spread()))
 	}
-	want := []string{"a -1.25 2/2 apart", "b -1.00 2/2 every seed", "c -0.25 1/2 inside"}
+	want := []string{"a -1.25 2/2 apart", "b -1.00 2/2 every seed", "c -0.25 1/2 inside",
+		"e +1.00 0/1 apart (worse)", "f +0.50 0/2 every seed (worse)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}

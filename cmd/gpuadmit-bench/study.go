@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,9 @@ func runStudy(ctx context.Context, f studyFlags, stdout, stderr io.Writer) error
 		return fmt.Errorf("--workers %d: want at least 1", f.workers)
 	}
 	if f.results != "" {
+		if err := notOverwritten(f.results, f.out); err != nil {
+			return err
+		}
 		results, err := readResults(f.results, workloads, policies, seeds)
 		if err != nil {
 			return err
@@ -96,6 +100,19 @@ func writeStudy(out string, results []packing.Result, stdout io.Writer) error {
 	}
 	_, err = io.WriteString(stdout, md)
 	return err
+}
+
+// notOverwritten refuses a report into out that would replace results,
+// the file it reads: the runs it leaves out would be lost.
+func notOverwritten(results, out string) error {
+	in, err := os.Stat(results)
+	if err != nil {
+		return fmt.Errorf("--results: %w", err)
+	}
+	if o, err := os.Stat(filepath.Join(out, "results.json")); err == nil && os.SameFile(in, o) {
+		return fmt.Errorf("--results %s is the results.json --out %s would write; give another --out", results, out)
+	}
+	return nil
 }
 
 // readResults reads an earlier study's results.json and keeps the runs of

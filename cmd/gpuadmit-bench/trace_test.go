@@ -119,4 +119,12 @@ func TestStudyReportsEarlierResults(t *testing.T) {
 	if err := runStudy(t.Context(), f, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "no run") {
 		t.Errorf("no matching run: err = %v", err)
 	}
+	// a report into the directory the results come from would lose the runs it leaves out
+	f.seeds, f.out = "45", filepath.Dir(in)
+	if err := runStudy(t.Context(), f, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "give another --out") {
+		t.Errorf("--out holding --results: err = %v", err)
+	}
+	if after, err := os.ReadFile(in); err != nil || !bytes.Equal(after, b) {
+		t.Errorf("results.json changed: %v", err)
+	}
 }
