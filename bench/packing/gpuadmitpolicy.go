@@ -15,7 +15,7 @@ const bestFitTie = 1.0 / 100
 // the node and GPU of least allocator.Placer cost (the growth of the node's
 // expected fragmentation plus that of the GPU it strands for want of CPU),
 // ties going to the best fit (least CPU and GPU left). It departs from FGD
-// in five ways, each measured in docs/benchmarks.md:
+// in five ways, each measured in docs/placement.md and docs/benchmarks.md:
 //
 //   - every kind of request of the workload counts, not only the most
 //     popular ones covering 95% of pods;
@@ -41,7 +41,8 @@ func NewGPUAdmit(workload []Pod, nodes []Node) *GPUAdmit {
 	return &GPUAdmit{placer: p}
 }
 
-// Supply is nodes' GPUs per model.
+// Supply is nodes' GPUs per model: the supply allocator.Scarcity weighs
+// the pinned kinds' demand against.
 func Supply(nodes []Node) map[string]int {
 	out := map[string]int{}
 	for _, n := range nodes {

@@ -170,14 +170,12 @@ func (p *Placer) SetSupply(gpus map[string]int) {
 	p.scarcity = Scarcity(p.Tasks(), gpus)
 }
 
-// Scarcity is the price per milli-GPU of a GPU of model (see Scarcity).
+// Scarcity is the price per milli-GPU of a GPU of model, as the function
+// Scarcity computes it from the supply SetSupply was given; 0 before.
 func (p *Placer) Scarcity(model string) float64 { return p.scarcity[model] }
 
 // price is what the GPUs req takes on n cost.
 func (p *Placer) price(n FragNode, req FragTask) float64 {
-	if p.scarcity == nil {
-		return 0
-	}
 	return p.scarcity[n.Model] * float64(req.GPUMilli*int64(req.GPUs))
 }
 

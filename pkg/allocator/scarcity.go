@@ -38,7 +38,7 @@ func Scarcity(tasks []FragTask, supply map[string]int) map[string]float64 {
 			models = append(models, m)
 		}
 	}
-	slices.Sort(models) // a fixed order, so that sums do not depend on map iteration
+	slices.Sort(models) // a fixed order to walk them in, whatever the map's
 	need := map[string]float64{}
 	for _, t := range tasks {
 		if t.Spec == "" || t.GPUs == 0 {

@@ -33,6 +33,14 @@ func TestScarcity(t *testing.T) {
 	if got := Scarcity(tasks, supply); got["A"] != 1 || len(got) != 1 {
 		t.Errorf("Scarcity with a kind pinned to a missing model and one overflowing A: %v, want A at 1 only", got)
 	}
+	// A model named twice counts once; a model with no GPUs takes none of
+	// the demand (A|D is A's alone).
+	tasks = []FragTask{{GPUMilli: 1000, GPUs: 1, Spec: "B|B", Weight: 0.2}, {GPUMilli: 1000, GPUs: 1, Spec: "A|D", Weight: 0.1},
+		{GPUMilli: 1000, GPUs: 1, Weight: 0.7}}
+	want = map[string]float64{"A": 10.0 / 10, "B": 20.0 / 30}
+	if diff := cmp.Diff(want, Scarcity(tasks, supply), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("Scarcity with a repeated model and a model without GPUs (-want +got)\n%s", diff)
+	}
 	if got := Scarcity(growthTasks, supply); got != nil {
 		t.Errorf("Scarcity without pinned kinds: %v, want nil", got)
 	}
@@ -63,7 +71,7 @@ func TestPlacerPricesScarceGPUs(t *testing.T) {
 		name string
 		req  FragTask
 		gpus []int
-	}{{"share", share, []int{1}}, {"CPU only", cpu, nil}} {
+	}{{"share", share, []int{1}}, {"two GPUs", FragTask{MilliCPU: 1000, GPUMilli: 1000, GPUs: 2}, []int{0, 1}}, {"CPU only", cpu, nil}} {
 		c0, _, ok0 := plain.Cost(n, before, tc.req)
 		c1, _, ok1 := priced.Cost(n, before, tc.req)
 		o0, _ := plain.CostOn(n, before, tc.req, tc.gpus)

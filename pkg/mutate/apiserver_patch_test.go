@@ -17,20 +17,6 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-// applyV4 applies ops to doc as the API server does (json-patch v4).
-func applyV4(t testing.TB, doc []byte, ops []jsonpatch.Operation) []byte {
-	t.Helper()
-	p, err := jsonpatchv4.DecodePatch(mustJSON(t, ops))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Apply(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // BenchmarkAPIServerAppliesPatch is the API server's part of a mutating
 // webhook's patch for a Deployment-like pod: json-patch v4's Apply, which
 // its mutating webhook dispatcher runs on the pod's JSON. gpuadmit's patch
