@@ -26,8 +26,9 @@ type ActiveSource interface {
 const memoLimit = 4096
 
 // decisionMemo remembers the policy's answers for one inventory under one
-// policy revision, by a hash of everything else the policy reads: the pod's
-// view (policy.View, the same for every pod of a template), its namespace,
+// policy revision, by a hash of everything else the policy reads: what the
+// set's rules read of the pod's view (policy.View, the same for every pod
+// of a template; policy.PodReads.KeyView), its namespace,
 // who creates it, the namespace's quota and usage, and the normalized
 // request. A new inventory or revision starts it over. The answer is the
 // ordered candidates, not the final choice: the pool with free room is
@@ -46,9 +47,13 @@ var memoLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { metrics.Registry.MustRegister(memoLookups) }
 
-// memoKey hashes the input but its pools (the inventory, keyed by identity).
-func memoKey(in policy.Input) ([sha256.Size]byte, error) {
+// memoKey hashes the input but its pools (the inventory, keyed by
+// identity), and of the pod only what the set's rules can read (reads).
+func memoKey(in policy.Input, reads policy.PodReads) ([sha256.Size]byte, error) {
 	in.Pools = nil
+	if in.Pod != nil {
+		in.Pod = reads.KeyView(in.Pod)
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return [sha256.Size]byte{}, fmt.Errorf("hash policy input: %w", err)
@@ -88,7 +93,7 @@ func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in pol
 	if set == nil {
 		return m.eval.Evaluate(ctx, in)
 	}
-	key, err := memoKey(in)
+	key, err := memoKey(in, set.Reads)
 	if err != nil {
 		return policy.Decision{}, err
 	}

@@ -21,13 +21,14 @@ import (
 type countingEval struct {
 	mu    sync.Mutex
 	rev   string
+	reads policy.PodReads // the zero value: the whole pod is read
 	calls int
 }
 
 func (e *countingEval) Active() *policy.Set {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return &policy.Set{Revision: e.rev}
+	return &policy.Set{Revision: e.rev, Reads: e.reads}
 }
 
 func (e *countingEval) Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error) {
@@ -205,6 +206,47 @@ func TestPodsOfOneWorkloadHitTheMemo(t *testing.T) {
 		decideOnce(t, m, Request{Pod: job, Namespace: ns})
 		if want := 2; eval.count() != want {
 			t.Fatalf("after %d pods of each workload the policy ran %d times, want %d (once per workload)", i+1, eval.count(), want)
+		}
+	}
+}
+
+// TestMemoKeysWhatTheDefaultPoliciesRead: the embedded policies read the
+// pod's spec and its gpuadmit.io/backend annotation, not its labels
+// (policy.PodReads). Pods that differ only in labels or in another
+// annotation share one decision, byte for byte the fresh one; a different
+// spec or backend annotation asks the policy again.
+func TestMemoKeysWhatTheDefaultPoliciesRead(t *testing.T) {
+	m, eval, _ := memoMutator(t)
+	eval.reads = defaultEngine.Active().Reads
+	ns := teamA(t)["team-a"]
+	decideOnce(t, m, Request{Pod: templatePod("p-0", map[string]string{"bench.gpuadmit.io/pod": "p-0"}, nil), Namespace: ns})
+	alike := []*corev1.Pod{
+		templatePod("p-1", map[string]string{"bench.gpuadmit.io/pod": "p-1"}, nil),
+		templatePod("p-2", map[string]string{"bench.gpuadmit.io/pod": "p-2", "team": "vision"}, map[string]string{"example.com/owner": "p-2"}),
+	}
+	for _, p := range alike {
+		got := decideOnce(t, m, Request{Pod: p, Namespace: ns})
+		fresh := decideOnce(t, NewMutator(&countingEval{rev: "rev-1"}, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{}),
+			Request{Pod: p.DeepCopy(), Namespace: ns})
+		if a, b := encoded(t, got), encoded(t, fresh); a != b {
+			t.Errorf("%s: the memoized decision differs from a fresh one:\n memo:  %s\n fresh: %s", p.Name, a, b)
+		}
+	}
+	if eval.count() != 1 {
+		t.Errorf("pods that differ only in what the policies do not read: the policy ran %d times, want once", eval.count())
+	}
+	differ := map[string]*corev1.Pod{
+		"backend annotation": templatePod("q-1", nil, map[string]string{"gpuadmit.io/backend": "shared"}),
+		"nodeSelector":       templatePod("q-2", nil, nil),
+	}
+	differ["nodeSelector"].Spec.NodeSelector = map[string]string{"zone": "a"}
+	for name, p := range differ {
+		before := eval.count()
+		if _, err := m.Mutate(context.Background(), Request{Pod: p, Namespace: ns}); err != nil {
+			t.Fatal(err)
+		}
+		if eval.count() != before+1 {
+			t.Errorf("the pod's %s changed, and the policy was not asked again", name)
 		}
 	}
 }

@@ -27,7 +27,9 @@ type Set struct {
 	// Tests are the set's own test results; all passed.
 	Tests []TestResult
 	// Data is the set's data documents (data.gpuadmit.config, data.gpuadmit.quotas, …); read only.
-	Data  map[string]any
+	Data map[string]any
+	// Reads is what the set's rules can read of input.pod.
+	Reads PodReads
 	query rego.PreparedEvalQuery
 }
 
@@ -69,6 +71,7 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	reads := readsOf(loaded.ParsedModules()) // before the compiler rewrites them
 	compiler, err := compile(loaded)
 	if err != nil {
 		return nil, fmt.Errorf("compile policy set %s (revision %s): %w", src.Name, rev, err)
@@ -84,7 +87,8 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy set %s (revision %s): %w", src.Name, rev, err)
 	}
-	return &Set{Revision: rev, Source: src.Name, Tests: results, Data: loaded.Documents, query: query}, nil
+	return &Set{Revision: rev, Source: src.Name, Tests: results, Data: loaded.Documents,
+		Reads: reads, query: query}, nil
 }
 
 func compile(loaded *loader.Result) (*ast.Compiler, error) {

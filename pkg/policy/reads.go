@@ -1,0 +1,243 @@
+package policy
+
+import (
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// PodReads is what a policy set's rules can read of input.pod, found in
+// their source: a decision depends on no other part of the pod's view, so
+// pods that differ only elsewhere (labels the policy never reads, an
+// annotation another tool sets per pod) get the same decision, and the
+// decision memo keys them alike (KeyView). The reading is conservative:
+// wherever the rules use input.pod in a way other than a constant path
+// (a variable key, input.pod passed whole to a function, an alias of
+// input), the whole of what lies below counts as read. The zero PodReads
+// reads all of the pod: a Set not made by Compile keys every pod whole.
+type PodReads struct {
+	// Partial: the rules read only the parts below; false, all of input.pod.
+	Partial bool
+	// Metadata: any of input.pod.metadata, labels and annotations included.
+	Metadata bool
+	// Labels and Annotations: the keys read, or All.
+	Labels, Annotations KeysRead
+	// Spec: any of input.pod.spec.
+	Spec bool
+}
+
+// KeysRead is the keys of a map the rules read: all of them, or Names.
+type KeysRead struct {
+	All   bool
+	Names map[string]bool
+}
+
+// readsOf finds what the modules' rules read of input.pod. Test rules
+// (test_…, todo_test_…, as OPA's tester finds them) are left out: they read
+// made-up inputs (`with input as …`), and no decision depends on them.
+func readsOf(modules map[string]*ast.Module) PodReads {
+	r := PodReads{Partial: true}
+	var vis *ast.GenericVisitor
+	vis = ast.NewGenericVisitor(func(x any) bool {
+		switch t := x.(type) {
+		case *ast.Import:
+			if ref, ok := t.Path.Value.(ast.Ref); ok && ref.HasPrefix(ast.InputRootRef) {
+				r.Partial = false // an alias of input: the analysis does not follow it
+			}
+			return true
+		case *ast.Expr:
+			if t.IsCall() && t.Operator().Equal(ast.ObjectGet.Ref()) {
+				r.objectGet(vis, t.Operands())
+				return true
+			}
+		case *ast.Term:
+			switch v := t.Value.(type) {
+			case ast.Call:
+				if len(v) > 0 && v[0].Value.Compare(ast.ObjectGet.Ref()) == 0 {
+					r.objectGet(vis, v[1:])
+					return true
+				}
+			case ast.Ref:
+				if !v.HasPrefix(ast.InputRootRef) {
+					return false
+				}
+				path, rest := constPrefix(v)
+				r.add(path)
+				for _, term := range rest {
+					vis.Walk(term)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	for _, m := range modules {
+		for _, imp := range m.Imports {
+			vis.Walk(imp)
+		}
+		for _, rule := range m.Rules {
+			if !isTest(rule) {
+				vis.Walk(rule)
+			}
+		}
+	}
+	if !r.Partial {
+		return PodReads{}
+	}
+	return r
+}
+
+// objectGet reads object.get(x, key, default): a constant key (or key
+// path) on a constant path of input reads that path, not x whole.
+func (r *PodReads) objectGet(vis *ast.GenericVisitor, operands []*ast.Term) {
+	if len(operands) >= 2 {
+		if path, ok := pathOf(operands[0]); ok {
+			if keys, ok := constKeys(operands[1]); ok {
+				r.add(append(path, keys...))
+				for _, term := range operands[2:] {
+					vis.Walk(term)
+				}
+				return
+			}
+		}
+	}
+	for _, term := range operands {
+		vis.Walk(term)
+	}
+}
+
+// pathOf is the constant path of input that term is: a ref of string keys
+// only, or object.get of one with a constant key.
+func pathOf(term *ast.Term) ([]string, bool) {
+	switch v := term.Value.(type) {
+	case ast.Ref:
+		if !v.HasPrefix(ast.InputRootRef) {
+			return nil, false
+		}
+		path, rest := constPrefix(v)
+		return path, len(rest) == 0
+	case ast.Call:
+		if len(v) >= 3 && v[0].Value.Compare(ast.ObjectGet.Ref()) == 0 {
+			if path, ok := pathOf(v[1]); ok {
+				if keys, ok := constKeys(v[2]); ok {
+					return append(path, keys...), true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// constPrefix splits an input ref into its leading constant path ("input",
+// then string keys) and the terms after it.
+func constPrefix(ref ast.Ref) ([]string, []*ast.Term) {
+	path := []string{"input"}
+	for i, term := range ref[1:] {
+		s, ok := term.Value.(ast.String)
+		if !ok {
+			return path, ref[1+i:]
+		}
+		path = append(path, string(s))
+	}
+	return path, nil
+}
+
+// constKeys is object.get's key operand when constant: a string, or an
+// array of strings (a key path).
+func constKeys(term *ast.Term) ([]string, bool) {
+	switch v := term.Value.(type) {
+	case ast.String:
+		return []string{string(v)}, true
+	case *ast.Array:
+		keys := make([]string, 0, v.Len())
+		for i := range v.Len() {
+			s, ok := v.Elem(i).Value.(ast.String)
+			if !ok {
+				return nil, false
+			}
+			keys = append(keys, string(s))
+		}
+		return keys, true
+	}
+	return nil, false
+}
+
+// add records that the rules read path of input and all below it.
+func (r *PodReads) add(path []string) {
+	switch {
+	case len(path) < 2:
+		r.Partial = false // input itself
+	case path[1] != "pod":
+	case len(path) == 2:
+		r.Partial = false
+	case path[2] == "spec":
+		r.Spec = true
+	case path[2] != "metadata":
+		r.Partial = false // a part of the pod the view does not name: keep it all
+	case len(path) == 3:
+		r.Metadata = true
+	case path[3] == "labels":
+		r.Labels.add(path[4:])
+	case path[3] == "annotations":
+		r.Annotations.add(path[4:])
+	default:
+		r.Metadata = true
+	}
+}
+
+func (k *KeysRead) add(rest []string) {
+	if len(rest) == 0 {
+		k.All = true
+		return
+	}
+	if k.Names == nil {
+		k.Names = map[string]bool{}
+	}
+	k.Names[rest[0]] = true
+}
+
+// KeyView is v as the decision memo keys it: only what r says the rules
+// read. It shares v's maps where they are kept whole.
+func (r PodReads) KeyView(v *PodView) *PodView {
+	if !r.Partial {
+		return v
+	}
+	out := &PodView{}
+	if r.Metadata {
+		out.Metadata = v.Metadata
+	} else {
+		out.Metadata.Labels = r.Labels.keep(v.Metadata.Labels)
+		out.Metadata.Annotations = r.Annotations.keep(v.Metadata.Annotations)
+	}
+	if r.Spec {
+		out.Spec = v.Spec
+	}
+	return out
+}
+
+func (k KeysRead) keep(m map[string]string) map[string]string {
+	if k.All {
+		return m
+	}
+	var out map[string]string
+	for name := range k.Names {
+		if val, ok := m[name]; ok {
+			if out == nil {
+				out = make(map[string]string, len(k.Names))
+			}
+			out[name] = val
+		}
+	}
+	return out
+}
+
+// isTest reports whether rule is a test, by OPA's tester's rule: a name
+// that starts with test_ or todo_test_.
+func isTest(rule *ast.Rule) bool {
+	ref := rule.Head.Ref()
+	if len(ref) == 0 {
+		return false
+	}
+	name, ok := ref[0].Value.(ast.Var)
+	return ok && (strings.HasPrefix(string(name), "test_") || strings.HasPrefix(string(name), "todo_test_"))
+}
