@@ -45,17 +45,59 @@ func TestDistinctPodsAllDiffer(t *testing.T) {
 	}
 }
 
-// TestDistinctKeepsShape: the distinct mix only adds its label; the pod asks
-// for the same GPUs as the shapes mix's pod of that index.
+// TestDistinctKeepsShape: the distinct mix only adds its toleration, the
+// labeled mix its label; the pod asks for the same GPUs as the shapes mix's
+// pod of that index (the template's, for labeled).
 func TestDistinctKeepsShape(t *testing.T) {
 	for i := range len(shapes) {
 		d, s := MixDistinct.Pod(Namespace, "p", i), MixShapes.Pod(Namespace, "p", i)
-		if d.Labels[DistinctLabel] != "p" {
-			t.Errorf("pod %d: labels %v, want %s=p", i, d.Labels, DistinctLabel)
+		n := len(d.Spec.Tolerations)
+		if n == 0 || d.Spec.Tolerations[n-1].Key != DistinctKey || d.Spec.Tolerations[n-1].Value != "p" {
+			t.Errorf("pod %d: tolerations %v, want the last %s=p", i, d.Spec.Tolerations, DistinctKey)
+		} else {
+			d.Spec.Tolerations = d.Spec.Tolerations[:n-1]
+			if n == 1 {
+				d.Spec.Tolerations = s.Spec.Tolerations
+			}
 		}
-		delete(d.Labels, DistinctLabel)
 		if diff := cmp.Diff(s, d); diff != "" {
 			t.Errorf("pod %d (-shapes +distinct):\n%s", i, diff)
 		}
+		l := MixLabeled.Pod(Namespace, "p", i)
+		if l.Labels[DistinctKey] != "p" {
+			t.Errorf("labeled pod %d: labels %v, want %s=p", i, l.Labels, DistinctKey)
+		}
+		delete(l.Labels, DistinctKey)
+		if diff := cmp.Diff(MixTemplate.Pod(Namespace, "p", i), l); diff != "" {
+			t.Errorf("labeled pod %d (-template +labeled):\n%s", i, diff)
+		}
+	}
+}
+
+// TestMixesAsTheDefaultPoliciesSeeThem: under what the embedded policies
+// read (policy.PodReads), every distinct pod differs and the labeled mix's
+// pods are one template.
+func TestMixesAsTheDefaultPoliciesSeeThem(t *testing.T) {
+	set, err := policy.Compile(t.Context(), policy.Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func(mix Mix, n int) int {
+		seen := map[string]bool{}
+		for i := range n {
+			b, err := json.Marshal(set.Reads.KeyView(policy.View(mix.Pod(Namespace, fmt.Sprintf("p-%05d", i), i))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[string(b)] = true
+		}
+		return len(seen)
+	}
+	n := 3 * len(shapes)
+	if got := keys(MixDistinct, n); got != n {
+		t.Errorf("distinct mix: %d different keys of %d pods, want %d", got, n, n)
+	}
+	if got := keys(MixLabeled, n); got != 1 {
+		t.Errorf("labeled mix: %d different keys of %d pods, want 1", got, n)
 	}
 }

@@ -29,7 +29,7 @@ type Options struct {
 	Nodes int
 	// Configs are the configurations to compare (none, noop, patch, gpuadmit, opa); nil means all five.
 	Configs []string
-	// Mix is how the pods differ (MixShapes, MixTemplate, MixDistinct);
+	// Mix is how the pods differ (MixShapes, MixTemplate, MixDistinct, MixLabeled);
 	// empty means MixShapes.
 	Mix Mix
 	// Root is the repository root (deploy/base is installed from it); empty
@@ -97,7 +97,7 @@ func (o *Options) defaults() error {
 		o.Mix = MixShapes
 	}
 	if !slices.Contains(Mixes, o.Mix) {
-		return fmt.Errorf("pod mix %q: want one of %s, %s, %s", o.Mix, MixShapes, MixTemplate, MixDistinct)
+		return fmt.Errorf("pod mix %q: want one of %s, %s, %s, %s", o.Mix, MixShapes, MixTemplate, MixDistinct, MixLabeled)
 	}
 	for _, l := range o.Levels {
 		if l <= 0 {

@@ -75,17 +75,24 @@ const (
 	MixShapes Mix = "shapes"
 	// MixTemplate gives every pod the first shape, as one template.
 	MixTemplate Mix = "template"
-	// MixDistinct is MixShapes with a label that holds the pod's name
-	// (DistinctLabel), so no two pods look alike to the policy.
+	// MixDistinct is MixShapes with a toleration that holds the pod's name
+	// (DistinctKey), so no two pods look alike to the policy: the default
+	// policies read the pod's spec.
 	MixDistinct Mix = "distinct"
+	// MixLabeled is MixTemplate with a label that holds the pod's name
+	// (DistinctKey), as frameworks that label each pod they create (an
+	// executor's or a task's index) do: the default policies read no
+	// labels, so the pods are alike to them (policy.PodReads).
+	MixLabeled Mix = "labeled"
 )
 
 // Mixes are all of them.
-var Mixes = []Mix{MixShapes, MixTemplate, MixDistinct}
+var Mixes = []Mix{MixShapes, MixTemplate, MixDistinct, MixLabeled}
 
-// DistinctLabel is the label MixDistinct sets to each pod's name. Pod names
-// are unique within a run, warm-up pods' included.
-const DistinctLabel = "bench.gpuadmit.io/pod"
+// DistinctKey is the toleration key (MixDistinct) or label (MixLabeled)
+// whose value is each pod's name. Pod names are unique within a run,
+// warm-up pods' included.
+const DistinctKey = "bench.gpuadmit.io/pod"
 
 // Pod is benchmark pod i of the mix, named name.
 func (m Mix) Pod(namespace, name string, i int) *corev1.Pod {
@@ -94,7 +101,12 @@ func (m Mix) Pod(namespace, name string, i int) *corev1.Pod {
 		return Pod(namespace, name, 0)
 	case MixDistinct:
 		p := Pod(namespace, name, i)
-		p.Labels[DistinctLabel] = name
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: DistinctKey, Operator: corev1.TolerationOpEqual,
+			Value: name, Effect: corev1.TaintEffectNoSchedule})
+		return p
+	case MixLabeled:
+		p := Pod(namespace, name, 0)
+		p.Labels[DistinctKey] = name
 		return p
 	}
 	return Pod(namespace, name, i)
@@ -102,7 +114,7 @@ func (m Mix) Pod(namespace, name string, i int) *corev1.Pod {
 
 // shapeCount is how many pod shapes the mix uses.
 func (m Mix) shapeCount() int {
-	if m == MixTemplate {
+	if m == MixTemplate || m == MixLabeled {
 		return 1
 	}
 	return len(shapes)

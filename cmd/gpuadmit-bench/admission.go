@@ -37,7 +37,7 @@ func admissionCmd() *cobra.Command {
 	f.IntVar(&o.Rounds, "rounds", 3, "rounds per level; each runs every configuration once, in rotating order")
 	f.IntVar(&o.Nodes, "nodes", 1000, "fake GPU nodes")
 	f.StringSliceVar(&o.Configs, "configs", admission.Configurations, "configurations: none, noop, patch, gpuadmit, opa")
-	f.StringVar((*string)(&o.Mix), "mix", string(admission.MixShapes), "pod mix: shapes, template or distinct")
+	f.StringVar((*string)(&o.Mix), "mix", string(admission.MixShapes), "pod mix: shapes, template, distinct or labeled")
 	f.StringVar(&o.WebhookPprof, "webhook-pprof", "", "serve gpuadmit's /debug/pprof on this address (e.g. 127.0.0.1:6060) to profile it during the run")
 	f.StringVar(&o.WebhookBinary, "webhook-binary", "", "a built cmd/webhook to run as gpuadmit (default: built from the repository into the log directory)")
 	f.StringVar(&out, "out", "", "directory for results.json and latency.png")
