@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -32,14 +31,18 @@ type KeysRead struct {
 	Names map[string]bool
 }
 
-// readsOf finds what the modules' rules read of input.pod. Test rules
-// (test_…, todo_test_…, as OPA's tester finds them) are left out: they read
-// made-up inputs (`with input as …`), and no decision depends on them.
+// readsOf finds what the modules' rules read of input.pod, test rules
+// included (a decision could call one). The target of a with modifier
+// (`with input as …`, as tests write) is not a read of it: only its value
+// is walked.
 func readsOf(modules map[string]*ast.Module) PodReads {
 	r := PodReads{Partial: true}
 	var vis *ast.GenericVisitor
 	vis = ast.NewGenericVisitor(func(x any) bool {
 		switch t := x.(type) {
+		case *ast.With:
+			vis.Walk(t.Value)
+			return true
 		case *ast.Import:
 			if ref, ok := t.Path.Value.(ast.Ref); ok && ref.HasPrefix(ast.InputRootRef) {
 				r.Partial = false // an alias of input: the analysis does not follow it
@@ -72,14 +75,7 @@ func readsOf(modules map[string]*ast.Module) PodReads {
 		return false
 	})
 	for _, m := range modules {
-		for _, imp := range m.Imports {
-			vis.Walk(imp)
-		}
-		for _, rule := range m.Rules {
-			if !isTest(rule) {
-				vis.Walk(rule)
-			}
-		}
+		vis.Walk(m)
 	}
 	if !r.Partial {
 		return PodReads{}
@@ -231,13 +227,3 @@ func (k KeysRead) keep(m map[string]string) map[string]string {
 	return out
 }
 
-// isTest reports whether rule is a test, by OPA's tester's rule: a name
-// that starts with test_ or todo_test_.
-func isTest(rule *ast.Rule) bool {
-	ref := rule.Head.Ref()
-	if len(ref) == 0 {
-		return false
-	}
-	name, ok := ref[0].Value.(ast.Var)
-	return ok && (strings.HasPrefix(string(name), "test_") || strings.HasPrefix(string(name), "todo_test_"))
-}

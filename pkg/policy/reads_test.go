@@ -30,23 +30,24 @@ func TestReadsOf(t *testing.T) {
 			want: PodReads{Partial: true, Labels: KeysRead{All: true}}},
 		"a key computed": {rules: `x := input.pod.metadata.labels[concat("", ["a", "b"])]`,
 			want: PodReads{Partial: true, Labels: KeysRead{All: true}}},
-		"the spec":                  {rules: `x := object.get(input.pod.spec, "schedulerName", "")`, want: PodReads{Partial: true, Spec: true}},
-		"metadata whole":            {rules: `x := input.pod.metadata`, want: PodReads{Partial: true, Metadata: true}},
-		"a metadata field":          {rules: `x := input.pod.metadata.name`, want: PodReads{Partial: true, Metadata: true}},
-		"the pod passed whole":      {rules: `x := f(input.pod)` + "\nf(p) := p", want: PodReads{}},
-		"object.get, variable key":  {rules: `x := object.get(input.pod, y, "")` + "\ny := \"a\"", want: PodReads{}},
-		"input whole":               {rules: `x := input`, want: PodReads{}},
-		"an alias of input":         {rules: "import input.pod\nx := pod.metadata.labels.a", want: PodReads{}},
-		"other parts of input":      {rules: `x := input.namespace.labels.team`, want: PodReads{Partial: true}},
-		"a ref inside data's":       {rules: `x := data.t[input.pod.metadata.labels.team]`, want: PodReads{Partial: true, Labels: some("team")}},
-		"a helper beside the tests": {rules: "test_a if h\nh if input.pod.metadata.labels.c", want: PodReads{Partial: true, Labels: some("c")}},
-		"with, in a rule":           {rules: "x if {\n\ty with input.pod as {}\n}\ny := 1", want: PodReads{}},
+		"the spec":                   {rules: `x := object.get(input.pod.spec, "schedulerName", "")`, want: PodReads{Partial: true, Spec: true}},
+		"metadata whole":             {rules: `x := input.pod.metadata`, want: PodReads{Partial: true, Metadata: true}},
+		"a metadata field":           {rules: `x := input.pod.metadata.name`, want: PodReads{Partial: true, Metadata: true}},
+		"the pod passed whole":       {rules: `x := f(input.pod)` + "\nf(p) := p", want: PodReads{}},
+		"object.get, variable key":   {rules: `x := object.get(input.pod, y, "")` + "\ny := \"a\"", want: PodReads{}},
+		"input whole":                {rules: `x := input`, want: PodReads{}},
+		"an alias of input":          {rules: "import input.pod\nx := pod.metadata.labels.a", want: PodReads{}},
+		"other parts of input":       {rules: `x := input.namespace.labels.team`, want: PodReads{Partial: true}},
+		"a ref inside data's":        {rules: `x := data.t[input.pod.metadata.labels.team]`, want: PodReads{Partial: true, Labels: some("team")}},
+		"a helper beside the tests":  {rules: "test_a if h\nh if input.pod.metadata.labels.c", want: PodReads{Partial: true, Labels: some("c")}},
+		"with, its value":            {rules: "x if {\n\ty with data.q as input.pod\n}\ny := 1", want: PodReads{}},
+		"a test helper a rule calls": {rules: "x if test_h\ntest_h if input.pod.metadata.labels.d", want: PodReads{Partial: true, Labels: some("d")}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m := ast.MustParseModuleWithOpts("package p\n"+tc.rules, ast.ParserOptions{RegoVersion: ast.RegoV1})
-			// test rules, wherever they are, read made-up inputs: left out
-			tests := ast.MustParseModuleWithOpts("package p\ntest_x if x with input as {}\ntodo_test_y if input.pod",
+			// tests replace input (with input as …): not a read of it
+			tests := ast.MustParseModuleWithOpts("package p\ntest_x if x with input as {}\ntest_y if x with input.pod as {\"a\": 1}",
 				ast.ParserOptions{RegoVersion: ast.RegoV1})
 			got := readsOf(map[string]*ast.Module{"p.rego": m, "p_test.rego": tests})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
