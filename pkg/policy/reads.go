@@ -1,7 +1,6 @@
 package policy
 
 import (
-
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -34,12 +33,21 @@ type KeysRead struct {
 // readsOf finds what the modules' rules read of input.pod, test rules
 // included (a decision could call one). The target of a with modifier
 // (`with input as …`, as tests write) is not a read of it: only its value
-// is walked.
+// is walked. object.get is read as the builtin only where no rule, import
+// or with modifier can stand in for it (objectShadowed).
 func readsOf(modules map[string]*ast.Module) PodReads {
 	r := PodReads{Partial: true}
+	builtinGet := !objectShadowed(modules)
 	var vis *ast.GenericVisitor
 	vis = ast.NewGenericVisitor(func(x any) bool {
 		switch t := x.(type) {
+		case *ast.Head:
+			// A rule's ref head (a.b[input.pod…] := …) is not walked by the
+			// visitor; its key and value are.
+			for _, term := range t.Reference[min(1, len(t.Reference)):] {
+				vis.Walk(term)
+			}
+			return false
 		case *ast.With:
 			vis.Walk(t.Value)
 			return true
@@ -49,14 +57,17 @@ func readsOf(modules map[string]*ast.Module) PodReads {
 			}
 			return true
 		case *ast.Expr:
-			if t.IsCall() && t.Operator().Equal(ast.ObjectGet.Ref()) {
+			if builtinGet && t.IsCall() && t.Operator().Equal(ast.ObjectGet.Ref()) {
 				r.objectGet(vis, t.Operands())
+				for _, w := range t.With {
+					vis.Walk(w)
+				}
 				return true
 			}
 		case *ast.Term:
 			switch v := t.Value.(type) {
 			case ast.Call:
-				if len(v) > 0 && v[0].Value.Compare(ast.ObjectGet.Ref()) == 0 {
+				if builtinGet && len(v) > 0 && v[0].Value.Compare(ast.ObjectGet.Ref()) == 0 {
 					r.objectGet(vis, v[1:])
 					return true
 				}
@@ -227,3 +238,31 @@ func (k KeysRead) keep(m map[string]string) map[string]string {
 	return out
 }
 
+// objectShadowed reports whether something in modules may answer a call
+// of object.get other than the builtin: a rule whose name starts with
+// object (a function object.get of the package), an import named object,
+// or a with modifier whose target starts with object. Then a call's
+// constant key says nothing about what it reads.
+func objectShadowed(modules map[string]*ast.Module) bool {
+	shadowed := false
+	isObject := func(ref ast.Ref) bool {
+		return len(ref) > 0 && ref[0].Value.Compare(ast.Var("object")) == 0
+	}
+	vis := ast.NewGenericVisitor(func(x any) bool {
+		switch t := x.(type) {
+		case *ast.Rule:
+			shadowed = shadowed || isObject(t.Head.Ref())
+		case *ast.Import:
+			shadowed = shadowed || t.Name().Equal(ast.Var("object"))
+		case *ast.With:
+			if ref, ok := t.Target.Value.(ast.Ref); ok && isObject(ref) {
+				shadowed = true
+			}
+		}
+		return shadowed
+	})
+	for _, m := range modules {
+		vis.Walk(m)
+	}
+	return shadowed
+}
