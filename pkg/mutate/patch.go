@@ -25,11 +25,14 @@ func writtenPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, bool, error) {
 	if !sameUnwritten(a, b) {
 		return nil, false, nil
 	}
-	ja, err := json.Marshal(writtenOf(a))
+	da, db := writtenOf(a), writtenOf(b)
+	da.Metadata.Labels, db.Metadata.Labels = unchangedAsOne(a.Labels, b.Labels)
+	da.Metadata.Annotations, db.Metadata.Annotations = unchangedAsOne(a.Annotations, b.Annotations)
+	ja, err := json.Marshal(da)
 	if err != nil {
 		return nil, false, fmt.Errorf("encode pod: %w", err)
 	}
-	jb, err := json.Marshal(writtenOf(b))
+	jb, err := json.Marshal(db)
 	if err != nil {
 		return nil, false, fmt.Errorf("encode mutated pod: %w", err)
 	}
@@ -43,6 +46,40 @@ func writtenPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, bool, error) {
 	patches.put(ja, jb, patch)
 	return slices.Clone(patch), true, nil
 }
+
+// unchangedAsOne is a and b, a map's value before and after gpuadmit
+// wrote it, with the keys they hold alike folded into one key of their own
+// (unchangedKey), which no patch touches: the patch between the two is
+// the patch between a and b, and pods that differ only in labels or
+// annotations gpuadmit leaves alone (a framework's per-pod index label)
+// share one patch memo entry. nil stays nil, so that a map added or
+// removed whole is patched as it was.
+func unchangedAsOne(a, b map[string]string) (map[string]string, map[string]string) {
+	alike := 0
+	for k, v := range a {
+		if w, ok := b[k]; ok && w == v {
+			alike++
+		}
+	}
+	if alike == 0 {
+		return a, b
+	}
+	fold := func(m, other map[string]string) map[string]string {
+		out := make(map[string]string, len(m)-alike+1)
+		for k, v := range m {
+			if w, ok := other[k]; !ok || w != v {
+				out[k] = v
+			}
+		}
+		out[unchangedKey] = ""
+		return out
+	}
+	return fold(a, b), fold(b, a)
+}
+
+// unchangedKey stands for the keys unchangedAsOne folds; it is not a valid
+// label or annotation key, so no pod holds it.
+const unchangedKey = "\x00unchanged"
 
 // patchMemo remembers the patches between the written fields of pods as
 // they arrive and as gpuadmit writes them. The pods of one template arrive

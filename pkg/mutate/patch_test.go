@@ -141,3 +141,64 @@ func TestPatchMemo(t *testing.T) {
 		t.Errorf("a caller's change reached the memo: %v", again)
 	}
 }
+
+// TestPatchMemoFoldsLabelsLeftAlone: pods of one template that differ only
+// in a label gpuadmit leaves alone (a framework's per-pod index) get the
+// patch their whole pods give, from one patch memo entry.
+func TestPatchMemoFoldsLabelsLeftAlone(t *testing.T) {
+	old := patches
+	patches = &patchMemo{}
+	defer func() { patches = old }()
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
+	ns := teamA(t)["team-a"]
+	for i := range 5 {
+		p := templatePod(fmt.Sprintf("p-%d", i), map[string]string{"example.com/index": fmt.Sprint(i), "app": "infer"},
+			map[string]string{"example.com/run": fmt.Sprint(i)})
+		res := decideOnce(t, m, Request{Pod: p, Namespace: ns})
+		want, err := podPatch(p, res.Pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, res.Patch); diff != "" {
+			t.Errorf("pod %d: patch (-whole pods +memo):\n%s", i, diff)
+		}
+	}
+	if patches.n != 1 {
+		t.Errorf("the patch memo holds %d entries for pods that differ only in labels and annotations left alone, want 1", patches.n)
+	}
+}
+
+// TestUnchangedAsOneKeepsThePatch: folding the keys two maps hold alike
+// changes no operation of the patch between them.
+func TestUnchangedAsOneKeepsThePatch(t *testing.T) {
+	for name, tc := range map[string]struct{ a, b map[string]string }{
+		"a key added":           {a: map[string]string{"x": "1", "y": "2"}, b: map[string]string{"x": "1", "y": "2", "z": "3"}},
+		"added to none":         {a: nil, b: map[string]string{"z": "3"}},
+		"a value changed":       {a: map[string]string{"x": "1", "y": "2"}, b: map[string]string{"x": "1", "y": "9"}},
+		"a key removed":         {a: map[string]string{"x": "1", "y": "2"}, b: map[string]string{"x": "1"}},
+		"all removed":           {a: map[string]string{"x": "1"}, b: nil},
+		"alike, nothing to do":  {a: map[string]string{"x": "1"}, b: map[string]string{"x": "1"}},
+		"none alike":            {a: map[string]string{"x": "1"}, b: map[string]string{"y": "1"}},
+		"a key with a slash ~1": {a: map[string]string{"a/b": "1"}, b: map[string]string{"a/b": "1", "c~d": "2"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := func(m map[string]string) []byte {
+				var d writtenDoc
+				d.Metadata.Labels = m
+				return mustJSON(t, d)
+			}
+			want, err := jsonPatch(doc(tc.a), doc(tc.b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fa, fb := unchangedAsOne(tc.a, tc.b)
+			got, err := jsonPatch(doc(fa), doc(fb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-whole +folded)\n%s", diff)
+			}
+		})
+	}
+}
