@@ -30,6 +30,9 @@ type FragTask struct {
 	Weight    float64
 }
 
+// GPUMilliTotal is the milli-GPU the task asks for on all its GPUs.
+func (t FragTask) GPUMilliTotal() int64 { return t.GPUMilli * int64(t.GPUs) }
+
 // Fragmentation is FGD's expected fragmentation of a node over the target
 // workload, in milli-GPU: the weighted sum over task kinds of TaskFragment.
 // A node without idle GPU has none.

@@ -176,7 +176,7 @@ func (p *Placer) Scarcity(model string) float64 { return p.scarcity[model] }
 
 // price is what the GPUs req takes on n cost.
 func (p *Placer) price(n FragNode, req FragTask) float64 {
-	return p.scarcity[n.Model] * float64(req.GPUMilli*int64(req.GPUs))
+	return p.scarcity[n.Model] * float64(req.GPUMilliTotal())
 }
 
 // NewPlacer returns the placement cost over the task kinds tasks.
@@ -184,7 +184,7 @@ func NewPlacer(tasks []FragTask) *Placer {
 	var cpu, gpu float64
 	for _, t := range tasks {
 		cpu += t.Weight * float64(t.MilliCPU)
-		gpu += t.Weight * float64(t.GPUMilli*int64(t.GPUs)) / MilliPerGPU
+		gpu += t.Weight * float64(t.GPUMilliTotal()) / MilliPerGPU
 	}
 	p := &Placer{FragMemo: NewFragMemo(tasks)}
 	if gpu > 0 {
@@ -232,7 +232,7 @@ func (p *Placer) strandGrowth(n FragNode, req FragTask) float64 {
 		return 0
 	}
 	idle := float64(sum(n.GPUMilliLeft))
-	after := p.stranded(n.MilliCPULeft-req.MilliCPU, idle-float64(req.GPUMilli*int64(req.GPUs)))
+	after := p.stranded(n.MilliCPULeft-req.MilliCPU, idle-float64(req.GPUMilliTotal()))
 	return strandWeight * (after - p.stranded(n.MilliCPULeft, idle))
 }
 

@@ -27,7 +27,7 @@ func Scarcity(tasks []FragTask, supply map[string]int) map[string]float64 {
 		capacity += float64(n)
 	}
 	for _, t := range tasks {
-		demand += t.Weight * float64(t.GPUMilli*int64(t.GPUs))
+		demand += t.Weight * float64(t.GPUMilliTotal())
 	}
 	if capacity == 0 || demand == 0 {
 		return nil
@@ -53,7 +53,7 @@ func Scarcity(tasks []FragTask, supply map[string]int) map[string]float64 {
 		if accepted == 0 {
 			continue
 		}
-		d := t.Weight * float64(t.GPUMilli*int64(t.GPUs)) / demand * capacity
+		d := t.Weight * float64(t.GPUMilliTotal()) / demand * capacity
 		for _, m := range models {
 			if ModelAllowed(t.Spec, m) {
 				need[m] += d * float64(supply[m]) / accepted
