@@ -67,7 +67,7 @@ func readsOf(modules map[string]*ast.Module) PodReads {
 		case *ast.Term:
 			switch v := t.Value.(type) {
 			case ast.Call:
-				if builtinGet && len(v) > 0 && v[0].Value.Compare(ast.ObjectGet.Ref()) == 0 {
+				if builtinGet && isObjectGet(v) {
 					r.objectGet(vis, v[1:])
 					return true
 				}
@@ -124,7 +124,7 @@ func pathOf(term *ast.Term) ([]string, bool) {
 		path, rest := constPrefix(v)
 		return path, len(rest) == 0
 	case ast.Call:
-		if len(v) >= 3 && v[0].Value.Compare(ast.ObjectGet.Ref()) == 0 {
+		if len(v) >= 3 && isObjectGet(v) {
 			if path, ok := pathOf(v[1]); ok {
 				if keys, ok := constKeys(v[2]); ok {
 					return append(path, keys...), true
@@ -133,6 +133,11 @@ func pathOf(term *ast.Term) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// isObjectGet reports whether call calls object.get.
+func isObjectGet(call ast.Call) bool {
+	return len(call) > 0 && call[0].Value.Compare(ast.ObjectGet.Ref()) == 0
 }
 
 // constPrefix splits an input ref into its leading constant path ("input",
