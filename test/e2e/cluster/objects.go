@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -46,22 +47,31 @@ func (c *Cluster) AddNodes(ctx context.Context, path string) ([]corev1.Node, err
 // AddNode creates the node, gives back its own taints (the API server's
 // TaintNodesByCondition adds node.kubernetes.io/not-ready on create, which
 // only the node lifecycle controller, not run here, would lift once kwok
-// reports the node Ready), then sets its status.
+// reports the node Ready), then sets its status. Controllers write new
+// nodes too (the controller-manager's annotations, gpuadmit's capacity),
+// so each write reads the node afresh and is retried on a conflict.
 func (c *Cluster) AddNode(ctx context.Context, n *corev1.Node) error {
 	taints, status := n.Spec.Taints, n.Status
 	n.ResourceVersion = ""
 	if err := c.Client.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", n.Name, err)
 	}
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
-		return err
-	}
-	n.Spec.Taints = taints
-	if err := c.Client.Update(ctx, n); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.Spec.Taints = taints
+		return c.Client.Update(ctx, n)
+	}); err != nil {
 		return fmt.Errorf("set taints of node %s: %w", n.Name, err)
 	}
-	n.Status = status
-	if err := c.Client.Status().Update(ctx, n); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.Status = status
+		return c.Client.Status().Update(ctx, n)
+	}); err != nil {
 		return fmt.Errorf("set status of node %s: %w", n.Name, err)
 	}
 	return nil
