@@ -101,6 +101,11 @@ func TestSmoke(t *testing.T) {
 		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, Patch: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
 			t.Errorf("%s: CPU by process %v, want the time of its own process, %s", r.Config, r.CPU.MsPerPod, proc)
 		}
+		for _, rd := range r.Rounds {
+			if rd.CPUTotalMsPerPod <= 0 || rd.CPUMsPerPod["kube-apiserver"] <= 0 {
+				t.Errorf("%s round %d: CPU %v (total %v), want each round's own CPU per pod", r.Config, rd.Round, rd.CPUMsPerPod, rd.CPUTotalMsPerPod)
+			}
+		}
 		if r.Config == Gpuadmit && (r.Memo == nil || r.Memo.Hits+r.Memo.Misses < float64(r.Pods)) {
 			t.Errorf("gpuadmit: memo lookups %+v, want at least one per pod (%d)", r.Memo, r.Pods)
 		}

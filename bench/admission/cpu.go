@@ -123,6 +123,19 @@ func (u *CPUUse) add(before, after cpuReading) {
 	u.Seconds += after.at.Sub(before.at).Seconds()
 }
 
+// roundUse is the CPU time between two readings of one round, per created
+// pod by process, and its total.
+func roundUse(before, after cpuReading, pods int) (map[string]float64, float64) {
+	var u CPUUse
+	u.add(before, after)
+	u.summarise(pods)
+	var total float64
+	for _, ms := range u.MsPerPod {
+		total += ms
+	}
+	return u.MsPerPod, round2(total)
+}
+
 func (u *CPUUse) summarise(pods int) {
 	u.MsPerPod = map[string]float64{}
 	for name, t := range u.procs {

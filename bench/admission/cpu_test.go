@@ -2,9 +2,12 @@ package admission
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // stat is a /proc/<pid>/stat line with utime and stime in clock ticks.
@@ -60,5 +63,72 @@ func TestAttribute(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestCPUOverPairsRounds: the extra CPU of one configuration over another is
+// taken round by round, each round against the other's round of the same
+// number (they ran minutes apart, under the same background), and reported
+// as the mean and range of those differences.
+func TestCPUOverPairsRounds(t *testing.T) {
+	rounds := func(totals ...float64) []Round {
+		var out []Round
+		for i, ms := range totals {
+			out = append(out, Round{Round: i, CPUMsPerPod: map[string]float64{"kube-apiserver": ms}, CPUTotalMsPerPod: ms})
+		}
+		return out
+	}
+	g := &Result{Config: Gpuadmit, Rounds: rounds(5, 4, 6)}
+	n := &Result{Config: Noop, Rounds: rounds(3, 3.5, 3)}
+	got, ok := cpuOver(g, n)
+	if !ok {
+		t.Fatal("no rounds paired")
+	}
+	if want := (spread{Mean: (2 + 0.5 + 3) / 3.0, Min: 0.5, Max: 3}); cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)) != "" {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	// A round the other configuration lacks, or one measured before
+	// rounds recorded their CPU, pairs with nothing.
+	n.Rounds = n.Rounds[:2]
+	g.Rounds[1].CPUMsPerPod = nil
+	if got, _ := cpuOver(g, n); got != (spread{Mean: 2, Min: 2, Max: 2}) {
+		t.Errorf("with round 1 unmeasured and no round 2 to pair: got %+v, want round 0 alone", got)
+	}
+	if _, ok := cpuOver(g, nil); ok {
+		t.Error("against a configuration that did not run: want no figure")
+	}
+}
+
+// TestTargetsMarkIssue17: the targets table marks gpuadmit's extra CPU over
+// the no-op against 0.3 ms for pods of one template and 1 ms for pods that
+// all differ, and its p99 against +10% / +25% at 1 and 10 clients only.
+func TestTargetsMarkIssue17(t *testing.T) {
+	result := func(config string, level int, p99 float64, totals ...float64) Result {
+		r := Result{Config: config, Level: level, Latency: Latency{P99Ms: p99}}
+		for i, ms := range totals {
+			r.Rounds = append(r.Rounds, Round{Round: i, CPUMsPerPod: map[string]float64{"x": ms}, CPUTotalMsPerPod: ms})
+		}
+		return r
+	}
+	rep := Report{Settings: Settings{Levels: []int{10, 50}, Mix: MixTemplate}, Results: []Result{
+		result(Noop, 10, 10, 3, 3), result(Patch, 10, 10.5, 3.4, 3.4), result(Gpuadmit, 10, 10.8, 3.5, 3.5),
+		result(Noop, 50, 10, 3, 3), result(Gpuadmit, 50, 20, 3.2, 3.2),
+	}}
+	var b strings.Builder
+	rep.targets(&b)
+	lines := strings.Split(b.String(), "\n")
+	for _, want := range []string{
+		"| 10 | 0.50 (0.50 to 0.50) missed | 0.40 (0.40 to 0.40) | 0.10 (0.10 to 0.10) | +8% met | +5% |",
+		"| 50 | 0.20 (0.20 to 0.20) met | – | – | +100% | – |",
+	} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no line starts %q in:\n%s", want, b.String())
+		}
+	}
+	rep.Settings.Mix = MixDistinct
+	b.Reset()
+	rep.targets(&b)
+	if !strings.Contains(b.String(), "| 10 | 0.50 (0.50 to 0.50) met |") {
+		t.Errorf("distinct pods: 0.5 ms is under their 1 ms target:\n%s", b.String())
 	}
 }

@@ -127,6 +127,10 @@ type Round struct {
 	P50Ms      float64 `json:"p50Ms"`
 	P99Ms      float64 `json:"p99Ms"`
 	Load       string  `json:"load"` // /proc/loadavg after the round
+	// CPUMsPerPod is the round's CPU milliseconds per created pod by
+	// process, as CPUUse.MsPerPod; CPUTotalMsPerPod is their sum.
+	CPUMsPerPod      map[string]float64 `json:"cpuMsPerPod,omitempty"`
+	CPUTotalMsPerPod float64            `json:"cpuTotalMsPerPod,omitempty"`
 }
 
 // WebhookLatency is the API server's view of one webhook: calls, the mean,

@@ -281,7 +281,9 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	cpuBefore := readCPU()
 	out := load{namespace: Namespace, prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
 		first: round * pods, pods: pods, clients: clients, mix: b.opts.Mix}.run(ctx)
-	res.CPU.add(cpuBefore, readCPU())
+	cpuAfter := readCPU()
+	res.CPU.add(cpuBefore, cpuAfter)
+	roundCPU, roundTotal := roundUse(cpuBefore, cpuAfter, pods)
 	if err := stopProfile(); err != nil {
 		return err
 	}
@@ -302,7 +304,8 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	res.Seconds += out.wall.Seconds()
 	lat := latencyOf(out.latencies)
 	res.Rounds = append(res.Rounds, Round{Round: round, Pods: pods, Errors: len(out.errors), Seconds: out.wall.Seconds(),
-		Throughput: float64(len(out.latencies)) / out.wall.Seconds(), P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, Load: loadavg()})
+		Throughput: float64(len(out.latencies)) / out.wall.Seconds(), P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, Load: loadavg(),
+		CPUMsPerPod: roundCPU, CPUTotalMsPerPod: roundTotal})
 	b.progress("%-8s %3d clients round %d: %d pods, %d errors, %.0f pods/s, p50 %.1f ms, p99 %.1f ms (load %s)",
 		res.Config, res.Level, round, pods, len(out.errors), float64(len(out.latencies))/out.wall.Seconds(), lat.P50Ms, lat.P99Ms, loadavg())
 	if err := b.hooks.unregister(ctx, res.Config); err != nil {
