@@ -2,6 +2,8 @@ package admission
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -130,5 +132,29 @@ func TestTargetsMarkIssue17(t *testing.T) {
 	rep.targets(&b)
 	if !strings.Contains(b.String(), "| 10 | 0.50 (0.50 to 0.50) met |") {
 		t.Errorf("distinct pods: 0.5 ms is under their 1 ms target:\n%s", b.String())
+	}
+}
+
+// TestLinkWebhookNamesTheProcessGpuadmit: a --webhook-binary of any name
+// runs through a link named gpuadmit, which /proc reports as its comm, so
+// its CPU lands in the gpuadmit column; a missing binary is an error.
+func TestLinkWebhookNamesTheProcessGpuadmit(t *testing.T) {
+	dir, logDir := t.TempDir(), t.TempDir()
+	bin := filepath.Join(dir, "webhook-2e14333")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := linkWebhook(bin, logDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(got) != webhookName {
+		t.Errorf("linked as %s, want %s", got, webhookName)
+	}
+	if target, err := os.Readlink(got); err != nil || target != bin {
+		t.Errorf("link %s points to %q (%v), want %s", got, target, err, bin)
+	}
+	if _, err := linkWebhook(filepath.Join(dir, "absent"), t.TempDir()); err == nil {
+		t.Error("a missing binary was linked")
 	}
 }

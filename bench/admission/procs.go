@@ -125,6 +125,25 @@ func startNoop(host string, port int, certDir string, caPEM []byte, logDir strin
 // process name in the CPU table.
 const webhookName = "gpuadmit"
 
+// linkWebhook links a given cmd/webhook binary into dir as webhookName, so
+// that /proc names its process gpuadmit whatever the file is called (a
+// binary built at another commit, gpuadmit-eae5c66): the CPU table has one
+// column for gpuadmit, and the no-op's and gpuadmit's columns never mix.
+func linkWebhook(bin, dir string) (string, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("--webhook-binary: %w", err)
+	}
+	out := filepath.Join(dir, webhookName)
+	if err := os.Symlink(abs, out); err != nil {
+		return "", fmt.Errorf("link %s as %s: %w", abs, out, err)
+	}
+	return out, nil
+}
+
 // buildWebhook builds root's cmd/webhook into dir, as deployed images hold it.
 func buildWebhook(ctx context.Context, root, dir string) (string, error) {
 	out := filepath.Join(dir, webhookName)

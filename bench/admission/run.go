@@ -89,6 +89,11 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 		if bin, err = buildWebhook(ctx, b.opts.Root, logDir); err != nil {
 			return err
 		}
+	} else {
+		var err error
+		if bin, err = linkWebhook(bin, logDir); err != nil {
+			return err
+		}
 	}
 	b.progress("starting the control plane (logs in %s)", logDir)
 	cl, err := cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
