@@ -127,18 +127,18 @@ mig_denied(c, "mig") if several_slices_denied(c)
 pool_candidates(c, backend) := [{
 	"pool": ranked[1],
 	"backend": backend,
-	"rule": sprintf("default/%s-to-%s", [c.form, backend]),
+	"rule": rule,
 	"tolerations": tolerations(ranked[2]),
-	"schedulerName": pool_owner(ranked[2]),
+	"schedulerName": pool_owners[ranked[1]],
 } |
 	not mig_denied(c, backend)
 	not replicas_denied(c, backend)
+	rule := sprintf("default/%s-to-%s", [c.form, backend])
 
 	# Pool names are unique, so the pool itself never decides the order.
 	some ranked in sort([[rank(c, backend, p), p.name, p] |
-		some p in input.pools
+		some p in usable_pools
 		serves(p, backend)
-		model_allowed(p)
 	])
 ]
 
@@ -159,11 +159,26 @@ serves(p, "shared") if {
 # model_allowed: the pool's GPUs are of the model gpuadmit.io/model names, and
 # of a type HAMi's nvidia.com/use-gputype lists and nouse-gputype does not,
 # and the pod's own scheduler, where it keeps one, may use the pool.
+model_allowed(_) if unconstrained
+
 model_allowed(p) if {
+	not unconstrained
 	model_hint_allows(p)
 	type_allowed(p)
 	scheduler_allows(p)
 }
+
+# unconstrained: the pod names no model, no GPU types and no scheduler of
+# its own, so every pool is allowed (decided once, not per pool).
+unconstrained if {
+	input.hints.model == ""
+	count(use_types) == 0
+	count(avoid_types) == 0
+	pod_scheduler == ""
+}
+
+# usable_pools are the pools model_allowed lets the pod use, once per decision.
+usable_pools := [p | some p in input.pools; model_allowed(p)]
 
 model_hint_allows(_) if input.hints.model == ""
 
@@ -198,9 +213,24 @@ type_listed(p, types) if {
 # rank orders pools of one backend: the least GPU memory that still covers the
 # request first, so the big GPUs stay free for the requests that need them.
 fit_rank(c, "mig", p) := min(fits) if {
-	fits := [pr.memoryMiB | some pr in p.profiles; covers(c, p, pr)]
+	fits := profile_fits(c, p)
 	count(fits) > 0
 } else := 1e15
+
+# profile_fits are the memory sizes of the pool's profiles that cover the
+# request: as much memory; as large a share of the GPU's memory slices as
+# the fraction; the profile named; every slice of the GPU (a whole GPU
+# through MIG). One comprehension per form, so no rule is called per profile.
+profile_fits(c, p) := [pr.memoryMiB | some pr in p.profiles; pr.memoryMiB >= c.memoryMiB] if c.form == "memory"
+
+profile_fits(c, p) := [pr.memoryMiB |
+	some pr in p.profiles
+	pr.memorySlices * 1000 >= c.fractionMilli * p.memorySlices
+] if c.form == "fraction"
+
+profile_fits(c, p) := [pr.memoryMiB | some pr in p.profiles; pr.name == c.profile] if c.form == "profile"
+
+profile_fits(c, p) := [pr.memoryMiB | some pr in p.profiles; pr.memorySlices == p.memorySlices] if c.form == "whole"
 
 fit_rank(_, "whole", p) := p.gpuMemoryMiB
 
@@ -236,26 +266,6 @@ over_model_quota(c, p) if {
 	hard := input.quota.hard[p.modelResource]
 	hard - object.get(input.quota.used, p.modelResource, 0) < c.memoryMiB * c.count
 } else := false
-
-covers(c, _, pr) if {
-	c.form == "memory"
-	pr.memoryMiB >= c.memoryMiB
-}
-
-covers(c, p, pr) if {
-	c.form == "fraction"
-	pr.memorySlices * 1000 >= c.fractionMilli * p.memorySlices
-}
-
-covers(c, _, pr) if {
-	c.form == "profile"
-	pr.name == c.profile
-}
-
-covers(c, p, pr) if {
-	c.form == "whole"
-	pr.memorySlices == p.memorySlices
-}
 
 # tolerations let the pod onto the chosen pool's tainted nodes.
 tolerations(p) := [{

@@ -142,13 +142,16 @@ migrate_from := pod_scheduler if {
 # name, else default_owner.
 pool_owner(p) := o if {
 	o := pool_owners[p.name]
-} else := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+} else := object.get(named_owners, p.name, default_owner)
 
 # pool_owners maps every pool to its owner, once per decision.
 pool_owners := {p.name: owner |
 	some p in input.pools
-	owner := object.get(object.get(scheduler_config, "owners", {}), p.name, default_owner)
+	owner := object.get(named_owners, p.name, default_owner)
 }
+
+# named_owners are the data's owners: pool name → scheduler.
+named_owners := object.get(scheduler_config, "owners", {})
 
 # default_owner owns the pools the data's owners do not name: the data's
 # defaultOwner; else gpuadmit-scheduler while it runs (the webhook sees its
