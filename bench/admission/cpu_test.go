@@ -127,6 +127,25 @@ func TestTargetsMarkIssue17(t *testing.T) {
 			t.Errorf("no line starts %q in:\n%s", want, b.String())
 		}
 	}
+	// The review p99: the native histogram's bound where there is one.
+	review := func(buckets string, est, le float64) []ServerLatency {
+		return []ServerLatency{{Metric: `gpuadmit_webhook_review_duration_seconds{webhook="mutate"}`, Buckets: buckets, Count: 1, P99EstMs: est, P99LeMs: le}}
+	}
+	one := Report{Settings: Settings{Levels: []int{1}, Mix: MixTemplate}, Results: []Result{result(Gpuadmit, 1, 10, 1)}}
+	for _, tc := range []struct {
+		server []ServerLatency
+		want   string
+	}{
+		{review("native", 0, 0.9), "≤ 0.90 ms met"},
+		{review("classic", 1.47, 2.5), "est. 1.47 ms missed"},
+	} {
+		one.Results[0].Server = tc.server
+		b.Reset()
+		one.targets(&b)
+		if !strings.Contains(b.String(), "| "+tc.want+" |") {
+			t.Errorf("%s review histogram: want %q in:\n%s", tc.server[0].Buckets, tc.want, b.String())
+		}
+	}
 	rep.Settings.Mix = MixDistinct
 	b.Reset()
 	rep.targets(&b)

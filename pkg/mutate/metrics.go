@@ -1,6 +1,8 @@
 package mutate
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -22,6 +24,12 @@ var (
 		Name:    "gpuadmit_webhook_review_duration_seconds",
 		Help:    "Time to answer one admission review, decoding to response.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		// A native histogram beside the classic buckets (as
+		// controller-runtime's webhook latency has), for quantiles within
+		// 10% where the classic buckets only bound them (1 to 2.5 ms).
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  100,
+		NativeHistogramMinResetDuration: time.Hour,
 	}, []string{"webhook"})
 )
 

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -11,6 +13,10 @@ var (
 		Name:    "gpuadmit_policy_evaluation_duration_seconds",
 		Help:    "Time to evaluate data.gpuadmit.decision for one pod.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1},
+		// A native histogram too, as gpuadmit_webhook_review_duration_seconds.
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  100,
+		NativeHistogramMinResetDuration: time.Hour,
 	})
 	evalErrors = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "gpuadmit_policy_evaluation_errors_total",
