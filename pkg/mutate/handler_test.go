@@ -23,6 +23,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -145,6 +146,9 @@ func TestHandlerRejectsBadInput(t *testing.T) {
 		"no object":               {body: editRequest(t, hami, `{"object":null}`), wantCode: 400},
 		"object is not a pod":     {body: editRequest(t, hami, `{"object":{"kind":"Pod","spec":"x"}}`), wantCode: 400},
 		"object is a string":      {body: editRequest(t, hami, `{"object":"pod"}`), wantCode: 400},
+		"object is a Service":     {body: editRequest(t, hami, `{"object":{"kind":"Service"}}`), wantCode: 400},
+		"object has no kind":      {body: editRequest(t, hami, `{"object":{"kind":null,"apiVersion":null}}`), wantCode: 400},
+		"object of another group": {body: editRequest(t, hami, `{"object":{"apiVersion":"example.com/v1"}}`), wantCode: 400},
 		"no namespace":            {body: editRequest(t, hami, `{"namespace":null,"object":{"metadata":{"namespace":null}}}`), wantCode: 400},
 	}
 	for name, tt := range tests {
@@ -165,6 +169,36 @@ func TestHandlerRejectsBadInput(t *testing.T) {
 				t.Fatalf("response %+v, want allowed false with status code %d", r, tt.wantCode)
 			}
 		})
+	}
+}
+
+// TestDecodePod: the review's object is decoded as the API server's JSON
+// serializer decodes it (field names are case-sensitive), and an object
+// that is not a v1 Pod is refused with what it is.
+func TestDecodePod(t *testing.T) {
+	req := func(obj string) admission.Request {
+		r := admission.Request{}
+		r.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+		r.Namespace = "ns"
+		r.Object.Raw = []byte(obj)
+		return r
+	}
+	pod, err := decodePod(req(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"Spec":{"nodeName":"n"},"spec":{"schedulerName":"s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Name != "p" || pod.Namespace != "ns" || pod.Spec.SchedulerName != "s" || pod.Spec.NodeName != "" {
+		t.Errorf("decoded %s/%s, schedulerName %q, nodeName %q: want p in the review's namespace ns, s, and no nodeName (\"Spec\" is not \"spec\")",
+			pod.Namespace, pod.Name, pod.Spec.SchedulerName, pod.Spec.NodeName)
+	}
+	for obj, want := range map[string]string{
+		`{"apiVersion":"v1","kind":"Service"}`:                       `apiVersion "v1" and kind "Service", want v1 Pod`,
+		`{"metadata":{"name":"p"}}`:                                  `apiVersion "" and kind "", want v1 Pod`,
+		`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"x"}}`: "decode pod: json: cannot unmarshal",
+	} {
+		if _, err := decodePod(req(obj)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want one saying %q", obj, err, want)
+		}
 	}
 }
 
