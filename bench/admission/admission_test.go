@@ -29,6 +29,7 @@ func serveNoop(args []string) int {
 	fs.IntVar(&o.Port, "port", 9443, "")
 	fs.StringVar(&o.CertDir, "cert-dir", "", "")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", "")
+	fs.StringVar(&o.ReplayPatch, "replay-patch", "", "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -45,8 +46,10 @@ func serveNoop(args []string) int {
 // 50 nodes) on the real control plane, gpuadmit and the no-op webhook as
 // processes of their own. 100 pods take each webhook process several of
 // /proc's 10 ms ticks (20 took the no-op one tick or none), so its CPU is
-// never read as zero by chance. The test checks that: every configuration creates its pods without an
-// error, gpuadmit and OPA mutate every pod, every pod shape comes out of
+// never read as zero by chance. It runs every configuration, replay too,
+// so its pods are of one template. The test checks that: every configuration creates its pods without an
+// error, gpuadmit, OPA, patch and replay mutate every pod, replay answers
+// with a patch captured from gpuadmit, every pod shape comes out of
 // OPA as it comes out of gpuadmit, each webhook server's metrics and CPU
 // time are read from its process, and gpuadmit's memo counts a lookup per
 // pod. It needs the binaries `make test` builds; without them it is
@@ -76,19 +79,22 @@ func TestSmoke(t *testing.T) {
 	}
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), Options{Levels: []int{4}, Pods: 100, Rounds: 1, Nodes: 50,
-		Root: root, BinDir: bin, OPA: opa, Progress: &progress})
+		Configs: AllConfigurations, Mix: MixTemplate, Root: root, BinDir: bin, OPA: opa, Progress: &progress})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, progress.String())
 	}
 	t.Log("\n" + progress.String())
-	if len(rep.Results) != len(Configurations) {
-		t.Fatalf("%d results, want one per configuration (%d)", len(rep.Results), len(Configurations))
+	if len(rep.Results) != len(AllConfigurations) {
+		t.Fatalf("%d results, want one per configuration (%d)", len(rep.Results), len(AllConfigurations))
+	}
+	if rep.Replay == nil || len(rep.Replay.Ops) == 0 || rep.Replay.Bytes == 0 {
+		t.Errorf("replay patch %+v, want gpuadmit's changes to the template pod", rep.Replay)
 	}
 	for _, r := range rep.Results {
 		if r.Errors != 0 || len(r.Latency.Percentiles) != 100 {
 			t.Errorf("%s: %d errors (%s), %d latency percentiles", r.Config, r.Errors, strings.Join(r.ErrorLines, "; "), len(r.Latency.Percentiles))
 		}
-		mutates := r.Config == Gpuadmit || r.Config == OPA || r.Config == Patch
+		mutates := r.Config == Gpuadmit || r.Config == OPA || r.Config == Patch || r.Config == Replay
 		if mutates && r.Mutated != r.Pods || !mutates && r.Mutated != 0 {
 			t.Errorf("%s: %d of %d pods came back mutated", r.Config, r.Mutated, r.Pods)
 		}
@@ -98,7 +104,7 @@ func TestSmoke(t *testing.T) {
 		if r.Config != None && (len(r.Server) == 0 || r.Server[0].Count < float64(r.Pods)) {
 			t.Errorf("%s: server histograms %+v, want each webhook's own /metrics to count its %d pods", r.Config, r.Server, r.Pods)
 		}
-		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, Patch: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
+		if proc := map[string]string{Gpuadmit: webhookName, Noop: NoopCommand, Patch: NoopCommand, Replay: NoopCommand, OPA: "opa"}[r.Config]; proc != "" && r.CPU.MsPerPod[proc] == 0 {
 			t.Errorf("%s: CPU by process %v, want the time of its own process, %s", r.Config, r.CPU.MsPerPod, proc)
 		}
 		for _, rd := range r.Rounds {

@@ -46,6 +46,7 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintln(w)
 	r.targets(w)
 	fmt.Fprintln(w)
+	r.replayTable(w)
 	r.memoTable(w)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "CPU milliseconds per created pod, by process (bench: the clients only; gpuadmit, noop-webhook and opa are the webhook servers' own processes):")
@@ -158,6 +159,39 @@ func p99Over(a, b *Result) (float64, bool) {
 		return 0, false
 	}
 	return 100 * (a.Latency.P99Ms/b.Latency.P99Ms - 1), true
+}
+
+// replayTable splits gpuadmit's cost, where the run has the replay
+// configuration: what its patch costs without a decision (replay over the
+// no-op), and what deciding costs beyond writing (gpuadmit over replay).
+func (r *Report) replayTable(w io.Writer) {
+	if r.Replay == nil {
+		return
+	}
+	fmt.Fprintf(w, "Replay answered every pod with gpuadmit's patch for the template pod: %d operations, %d bytes.\n\n", len(r.Replay.Ops), r.Replay.Bytes)
+	fmt.Fprintln(w, "| clients | replay CPU ms/pod over noop (gpuadmit's patch, no decision) | gpuadmit over replay (the decision) | replay p99 vs noop | gpuadmit p99 vs replay |")
+	fmt.Fprintln(w, "|---:|---|---|---|---|")
+	for _, level := range r.Settings.Levels {
+		g, n, rp := r.result(Gpuadmit, level), r.result(Noop, level), r.result(Replay, level)
+		if rp == nil {
+			continue
+		}
+		cells := []string{"–", "–", "–", "–"}
+		if d, ok := cpuOver(rp, n); ok {
+			cells[0] = d.String()
+		}
+		if d, ok := cpuOver(g, rp); ok {
+			cells[1] = d.String()
+		}
+		if x, ok := p99Over(rp, n); ok {
+			cells[2] = fmt.Sprintf("%+.0f%%", x)
+		}
+		if x, ok := p99Over(g, rp); ok {
+			cells[3] = fmt.Sprintf("%+.0f%%", x)
+		}
+		fmt.Fprintf(w, "| %d | %s |\n", level, strings.Join(cells, " | "))
+	}
+	fmt.Fprintln(w)
 }
 
 // mixDescription says what the pod mix was.

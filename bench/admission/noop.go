@@ -3,11 +3,13 @@ package admission
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"gomodules.xyz/jsonpatch/v2"
@@ -41,12 +43,15 @@ type NoopOptions struct {
 	CertDir string
 	// MetricsAddr serves controller-runtime's /metrics; "0" disables it.
 	MetricsAddr string
+	// ReplayPatch is the file ReplayPath answers from (a JSON patch); it is
+	// read at the first review, so it may be written after the server starts.
+	ReplayPatch string
 }
 
 // Args are the command-line arguments of NoopCommand for o.
 func (o NoopOptions) Args() []string {
 	return []string{NoopCommand, "--host=" + o.Host, fmt.Sprintf("--port=%d", o.Port),
-		"--cert-dir=" + o.CertDir, "--metrics-bind-address=" + o.MetricsAddr}
+		"--cert-dir=" + o.CertDir, "--metrics-bind-address=" + o.MetricsAddr, "--replay-patch=" + o.ReplayPatch}
 }
 
 // noop decodes the pod, as any webhook that looks at pods must, and allows it unchanged.
@@ -88,6 +93,59 @@ func (p *patcher) Handle(_ context.Context, req cradmission.Request) cradmission
 		Path: "/metadata/annotations/" + strings.ReplaceAll(AnnotationPatched, "/", "~1"), Value: "true"})
 }
 
+// ReplayPath is where the no-op server answers every pod with one fixed
+// patch: gpuadmit's own for the run's template pod (captureReplay). What
+// it costs beyond the no-op is what gpuadmit's changes cost the API server
+// and the pod's watchers, without gpuadmit deciding anything; gpuadmit's
+// cost beyond it is its decision.
+const ReplayPath = "/replay-v1-pod"
+
+// replayer is the handler at ReplayPath.
+type replayer struct {
+	decoder cradmission.Decoder
+	file    string
+
+	mu  sync.Mutex
+	ops []jsonpatch.Operation
+}
+
+// patch reads the file once, at the first review.
+func (r *replayer) patch() ([]jsonpatch.Operation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ops != nil {
+		return r.ops, nil
+	}
+	if r.file == "" {
+		return nil, fmt.Errorf("no replay patch: the server was started without --replay-patch")
+	}
+	b, err := os.ReadFile(r.file)
+	if err != nil {
+		return nil, fmt.Errorf("replay patch: %w", err)
+	}
+	var ops []jsonpatch.Operation
+	if err := json.Unmarshal(b, &ops); err != nil {
+		return nil, fmt.Errorf("replay patch %s: %w", r.file, err)
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("replay patch %s is empty", r.file)
+	}
+	r.ops = ops
+	return ops, nil
+}
+
+func (r *replayer) Handle(_ context.Context, req cradmission.Request) cradmission.Response {
+	pod := &corev1.Pod{}
+	if err := r.decoder.Decode(req, pod); err != nil {
+		return cradmission.Errored(http.StatusBadRequest, err)
+	}
+	ops, err := r.patch()
+	if err != nil {
+		return cradmission.Errored(http.StatusInternalServerError, err)
+	}
+	return cradmission.Patched("", ops...)
+}
+
 // ServeNoop is the no-op webhook process: a controller-runtime
 // webhook.Server set up as gpuadmit's (pkg/webhook): the same certificate
 // directory read through a certwatcher, the same TLS defaults, the handler
@@ -111,6 +169,7 @@ func ServeNoop(ctx context.Context, o NoopOptions) error {
 	recoverPanic := true
 	srv.Register(NoopPath, &cradmission.Webhook{Handler: &noop{decoder: cradmission.NewDecoder(scheme)}, RecoverPanic: &recoverPanic})
 	srv.Register(PatchPath, &cradmission.Webhook{Handler: &patcher{decoder: cradmission.NewDecoder(scheme)}, RecoverPanic: &recoverPanic})
+	srv.Register(ReplayPath, &cradmission.Webhook{Handler: &replayer{decoder: cradmission.NewDecoder(scheme), file: o.ReplayPatch}, RecoverPanic: &recoverPanic})
 	metrics, err := metricsserver.NewServer(metricsserver.Options{BindAddress: o.MetricsAddr}, nil, nil)
 	if err != nil {
 		return err

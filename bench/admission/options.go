@@ -27,7 +27,8 @@ type Options struct {
 	Rounds int
 	// Nodes is the number of fake GPU nodes; zero means 1000.
 	Nodes int
-	// Configs are the configurations to compare (none, noop, patch, gpuadmit, opa); nil means all five.
+	// Configs are the configurations to compare (none, noop, patch, replay,
+	// gpuadmit, opa); nil means Configurations (all but replay).
 	Configs []string
 	// Mix is how the pods differ (MixShapes, MixTemplate, MixDistinct, MixLabeled);
 	// empty means MixShapes.
@@ -89,12 +90,15 @@ func (o *Options) defaults() error {
 		o.Configs = slices.Clone(Configurations)
 	}
 	for _, c := range o.Configs {
-		if !slices.Contains(Configurations, c) {
-			return fmt.Errorf("configuration %q: want one of %s", c, strings.Join(Configurations, ", "))
+		if !slices.Contains(AllConfigurations, c) {
+			return fmt.Errorf("configuration %q: want one of %s", c, strings.Join(AllConfigurations, ", "))
 		}
 	}
 	if o.Mix == "" {
 		o.Mix = MixShapes
+	}
+	if slices.Contains(o.Configs, Replay) && o.Mix != MixTemplate {
+		return fmt.Errorf("configuration replay answers every pod with gpuadmit's patch for the first: it needs --mix template, not %s", o.Mix)
 	}
 	if !slices.Contains(Mixes, o.Mix) {
 		return fmt.Errorf("pod mix %q: want one of %s, %s, %s, %s", o.Mix, MixShapes, MixTemplate, MixDistinct, MixLabeled)

@@ -99,7 +99,7 @@ func (c *child) stop() {
 // noop-webhook in /proc, serving on host:port with the certificate in
 // certDir (signed by caPEM) and /metrics on a free loopback port, whose URL
 // it returns.
-func startNoop(host string, port int, certDir string, caPEM []byte, logDir string) (*child, string, error) {
+func startNoop(host string, port int, certDir string, caPEM []byte, logDir, replayPatch string) (*child, string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, "", err
@@ -108,7 +108,7 @@ func startNoop(host string, port int, certDir string, caPEM []byte, logDir strin
 	if err != nil {
 		return nil, "", err
 	}
-	o := NoopOptions{Host: host, Port: port, CertDir: certDir, MetricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metrics))}
+	o := NoopOptions{Host: host, Port: port, CertDir: certDir, MetricsAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(metrics)), ReplayPatch: replayPatch}
 	c, err := startChild(self, NoopCommand, logDir, o.Args()...)
 	if err != nil {
 		return nil, "", err

@@ -20,7 +20,9 @@ type Report struct {
 	Settings Settings  `json:"settings"`
 	// Equivalence compares gpuadmit's and OPA's mutation of every pod shape (dry-run creates).
 	Equivalence []Equivalence `json:"equivalence"`
-	Results     []Result      `json:"results"`
+	// Replay is the patch the replay configuration answered with.
+	Replay  *ReplayPatch `json:"replay,omitempty"`
+	Results []Result     `json:"results"`
 }
 
 // Machine is where the run happened, and how loaded it was.

@@ -36,6 +36,9 @@ type bench struct {
 	scr     scraper
 	clients []kubernetes.Interface
 	nodes   []corev1.Node
+	// replayFile is where captureReplay writes the patch the no-op server
+	// answers with at ReplayPath.
+	replayFile string
 }
 
 // Run starts the control plane, measures every configuration at every
@@ -113,7 +116,8 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	b.scr = scraper{cs: b.cs, servers: map[string]func(context.Context) (families, error){
 		Gpuadmit: scraperOf(cl.WebhookMetricsURL()),
 	}}
-	if slices.Contains(b.opts.Configs, Noop) || slices.Contains(b.opts.Configs, Patch) {
+	if slices.Contains(b.opts.Configs, Noop) || slices.Contains(b.opts.Configs, Patch) || slices.Contains(b.opts.Configs, Replay) {
+		b.replayFile = filepath.Join(logDir, "replay-patch.json")
 		if err := b.startNoop(host, certDir, ca, logDir, urls); err != nil {
 			return fmt.Errorf("step no-op webhook: %w", err)
 		}
@@ -142,14 +146,15 @@ func (b *bench) startNoop(host, certDir string, ca []byte, logDir string, urls m
 	if err != nil {
 		return err
 	}
-	noop, metricsURL, err := startNoop(host, port, certDir, ca, logDir)
+	noop, metricsURL, err := startNoop(host, port, certDir, ca, logDir, b.replayFile)
 	if err != nil {
 		return err
 	}
 	b.noop = noop
-	urls[Noop] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), NoopPath)
-	urls[Patch] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), PatchPath)
-	b.scr.servers[Noop], b.scr.servers[Patch] = scraperOf(metricsURL), scraperOf(metricsURL)
+	for config, path := range map[string]string{Noop: NoopPath, Patch: PatchPath, Replay: ReplayPath} {
+		urls[config] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), path)
+		b.scr.servers[config] = scraperOf(metricsURL)
+	}
 	return nil
 }
 
@@ -235,6 +240,11 @@ func (b *bench) measure(ctx context.Context, rep *Report) error {
 	var err error
 	if rep.Equivalence, err = b.equivalence(ctx); err != nil {
 		return err
+	}
+	if slices.Contains(b.opts.Configs, Replay) {
+		if rep.Replay, err = b.captureReplay(ctx); err != nil {
+			return fmt.Errorf("step replay patch: %w", err)
+		}
 	}
 	perRound := b.opts.Pods / b.opts.Rounds
 	for li, level := range b.opts.Levels {

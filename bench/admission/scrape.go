@@ -25,9 +25,10 @@ var serverMetrics = map[string][]serverMetric{
 		{Gpuadmit, "gpuadmit_policy_evaluation_duration_seconds", nil},
 		{Gpuadmit, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": "/mutate-v1-pod"}},
 	},
-	Noop:  {{Noop, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": NoopPath}}},
-	Patch: {{Patch, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": PatchPath}}},
-	OPA:   {{OPA, "http_request_duration_seconds", map[string]string{"handler": "v0/data"}}},
+	Noop:   {{Noop, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": NoopPath}}},
+	Patch:  {{Patch, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": PatchPath}}},
+	Replay: {{Replay, "controller_runtime_webhook_latency_seconds", map[string]string{"webhook": ReplayPath}}},
+	OPA:    {{OPA, "http_request_duration_seconds", map[string]string{"handler": "v0/data"}}},
 }
 
 // memoLookups is gpuadmit's count of decision memo lookups, by result (hit, miss).

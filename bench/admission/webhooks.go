@@ -15,18 +15,26 @@ import (
 const (
 	None     = "none"
 	Noop     = "noop"
-	Patch    = "patch" // the no-op server answering with one annotation added: the least a mutating webhook does
+	Patch    = "patch"  // the no-op server answering with one annotation added: the least a mutating webhook does
+	Replay   = "replay" // the no-op server answering with gpuadmit's own patch for the template pod (--mix template only)
 	Gpuadmit = "gpuadmit"
 	OPA      = "opa"
 )
 
-// Configurations are all of them, in the order reports list them.
+// Configurations are the ones a run has unless Options.Configs says
+// otherwise, in the order reports list them.
 var Configurations = []string{None, Noop, Patch, Gpuadmit, OPA}
+
+// AllConfigurations are the ones Options.Configs may name: Configurations
+// and replay, which only pods of one template can have (every pod gets the
+// same patch).
+var AllConfigurations = []string{None, Noop, Patch, Replay, Gpuadmit, OPA}
 
 // webhookNames are the webhooks' names, as the API server's metrics label them.
 var webhookNames = map[string]string{
 	Noop:     "pods.noop.bench.gpuadmit.io",
 	Patch:    "pods.patch.bench.gpuadmit.io",
+	Replay:   "pods.replay.bench.gpuadmit.io",
 	Gpuadmit: "pods.mutate.gpuadmit.io",
 	OPA:      "pods.opa.bench.gpuadmit.io",
 }

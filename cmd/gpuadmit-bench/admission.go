@@ -36,7 +36,7 @@ func admissionCmd() *cobra.Command {
 	f.IntVar(&o.Pods, "pods", 3000, "pods per configuration and level, over all rounds")
 	f.IntVar(&o.Rounds, "rounds", 3, "rounds per level; each runs every configuration once, in rotating order")
 	f.IntVar(&o.Nodes, "nodes", 1000, "fake GPU nodes")
-	f.StringSliceVar(&o.Configs, "configs", admission.Configurations, "configurations: none, noop, patch, gpuadmit, opa")
+	f.StringSliceVar(&o.Configs, "configs", admission.Configurations, "configurations: none, noop, patch, gpuadmit, opa, and replay (the no-op server answering with gpuadmit's own patch; --mix template only)")
 	f.StringVar((*string)(&o.Mix), "mix", string(admission.MixShapes), "pod mix: shapes, template, distinct or labeled")
 	f.StringVar(&o.WebhookPprof, "webhook-pprof", "", "serve gpuadmit's /debug/pprof on this address (e.g. 127.0.0.1:6060) to profile it during the run")
 	f.StringVar(&o.WebhookBinary, "webhook-binary", "", "a built cmd/webhook to run as gpuadmit (default: built from the repository into the log directory)")

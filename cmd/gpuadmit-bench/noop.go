@@ -25,5 +25,6 @@ func noopCmd() *cobra.Command {
 	f.IntVar(&o.Port, "port", 9443, "webhook port")
 	f.StringVar(&o.CertDir, "cert-dir", "", "directory with tls.crt and tls.key")
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `Prometheus /metrics address; "0" disables`)
+	f.StringVar(&o.ReplayPatch, "replay-patch", "", "JSON patch file the replay path answers with (read at its first review)")
 	return cmd
 }
