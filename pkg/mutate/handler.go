@@ -158,8 +158,10 @@ func asked(pod *corev1.Pod) string {
 // decodes the object in one pass, as the API server's JSON serializer does
 // (sigs.k8s.io/json: case-sensitive names, integers kept as integers),
 // without the universal deserializer's first pass over the whole object to
-// find its kind, which was a third of decoding a pod; the kind is checked
-// after, as strictly.
+// find its kind, which was a third of decoding a pod. The type is checked
+// after, as that deserializer checked it: an object of another version or
+// kind is refused, and one that leaves them out is read as the review's
+// v1 Pod (the API server always writes them).
 func decodePod(req admission.Request) (*corev1.Pod, error) {
 	if req.Kind.Group != "" || req.Kind.Kind != "Pod" {
 		return nil, fmt.Errorf("gpuadmit admits pods; this review is for %s", req.Kind.String())
@@ -174,7 +176,7 @@ func decodePod(req admission.Request) (*corev1.Pod, error) {
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Object.Raw, pod); err != nil {
 		return nil, fmt.Errorf("decode pod: %w", err)
 	}
-	if pod.APIVersion != "v1" || pod.Kind != "Pod" {
+	if pod.APIVersion != "" && pod.APIVersion != "v1" || pod.Kind != "" && pod.Kind != "Pod" {
 		return nil, fmt.Errorf("decode pod: the review's object has apiVersion %q and kind %q, want v1 Pod", pod.APIVersion, pod.Kind)
 	}
 	if pod.Namespace == "" {

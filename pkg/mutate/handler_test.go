@@ -147,7 +147,6 @@ func TestHandlerRejectsBadInput(t *testing.T) {
 		"object is not a pod":     {body: editRequest(t, hami, `{"object":{"kind":"Pod","spec":"x"}}`), wantCode: 400},
 		"object is a string":      {body: editRequest(t, hami, `{"object":"pod"}`), wantCode: 400},
 		"object is a Service":     {body: editRequest(t, hami, `{"object":{"kind":"Service"}}`), wantCode: 400},
-		"object has no kind":      {body: editRequest(t, hami, `{"object":{"kind":null,"apiVersion":null}}`), wantCode: 400},
 		"object of another group": {body: editRequest(t, hami, `{"object":{"apiVersion":"example.com/v1"}}`), wantCode: 400},
 		"no namespace":            {body: editRequest(t, hami, `{"namespace":null,"object":{"metadata":{"namespace":null}}}`), wantCode: 400},
 	}
@@ -173,8 +172,9 @@ func TestHandlerRejectsBadInput(t *testing.T) {
 }
 
 // TestDecodePod: the review's object is decoded as the API server's JSON
-// serializer decodes it (field names are case-sensitive), and an object
-// that is not a v1 Pod is refused with what it is.
+// serializer decodes it (field names are case-sensitive); an object of
+// another version or kind is refused with what it is, and one without
+// them is the review's v1 Pod, as the universal deserializer read it.
 func TestDecodePod(t *testing.T) {
 	req := func(obj string) admission.Request {
 		r := admission.Request{}
@@ -191,9 +191,15 @@ func TestDecodePod(t *testing.T) {
 		t.Errorf("decoded %s/%s, schedulerName %q, nodeName %q: want p in the review's namespace ns, s, and no nodeName (\"Spec\" is not \"spec\")",
 			pod.Namespace, pod.Name, pod.Spec.SchedulerName, pod.Spec.NodeName)
 	}
+	for _, obj := range []string{`{"metadata":{"name":"p"}}`, `{"kind":"Pod"}`, `{"apiVersion":"v1"}`} {
+		if _, err := decodePod(req(obj)); err != nil {
+			t.Errorf("%s: %v, want it read as the review's v1 Pod", obj, err)
+		}
+	}
 	for obj, want := range map[string]string{
 		`{"apiVersion":"v1","kind":"Service"}`:                       `apiVersion "v1" and kind "Service", want v1 Pod`,
-		`{"metadata":{"name":"p"}}`:                                  `apiVersion "" and kind "", want v1 Pod`,
+		`{"kind":"Service"}`:                                         `apiVersion "" and kind "Service", want v1 Pod`,
+		`{"apiVersion":"example.com/v1","kind":"Pod"}`:               `apiVersion "example.com/v1" and kind "Pod", want v1 Pod`,
 		`{"apiVersion":"v1","kind":"Pod","spec":{"containers":"x"}}`: "decode pod: json: cannot unmarshal",
 	} {
 		if _, err := decodePod(req(obj)); err == nil || !strings.Contains(err.Error(), want) {
