@@ -129,11 +129,15 @@ func roundUse(before, after cpuReading, pods int) (map[string]float64, float64) 
 	var u CPUUse
 	u.add(before, after)
 	u.summarise(pods)
-	var total float64
-	for _, ms := range u.MsPerPod {
-		total += ms
+	// The total is rounded once, from the seconds, not summed from the
+	// processes' rounded figures (eight of them, each off by up to 0.005).
+	var seconds float64
+	for _, s := range u.procs {
+		if s > 0 {
+			seconds += s
+		}
 	}
-	return u.MsPerPod, round2(total)
+	return u.MsPerPod, round2(1000 * seconds / float64(max(pods, 1)))
 }
 
 func (u *CPUUse) summarise(pods int) {

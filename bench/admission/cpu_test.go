@@ -173,6 +173,24 @@ func TestLinkWebhookNamesTheProcessGpuadmit(t *testing.T) {
 	if target, err := os.Readlink(got); err != nil || target != bin {
 		t.Errorf("link %s points to %q (%v), want %s", got, target, err, bin)
 	}
+	// A --log-dir used before: its link is replaced, and a build already
+	// named gpuadmit there is used as it is.
+	other := filepath.Join(dir, "webhook-ca1c77a")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := linkWebhook(other, logDir); err != nil {
+		t.Errorf("link again into a used log directory: %v", err)
+	} else if target, _ := os.Readlink(got); target != other {
+		t.Errorf("link points to %q, want the new binary %s", target, other)
+	}
+	built := filepath.Join(t.TempDir(), webhookName)
+	if err := os.WriteFile(built, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := linkWebhook(built, filepath.Dir(built)); err != nil || got != built {
+		t.Errorf("a binary already named gpuadmit in the log directory: got %q, %v; want it as it is", got, err)
+	}
 	if _, err := linkWebhook(filepath.Join(dir, "absent"), t.TempDir()); err == nil {
 		t.Error("a missing binary was linked")
 	}

@@ -138,6 +138,13 @@ func linkWebhook(bin, dir string) (string, error) {
 		return "", fmt.Errorf("--webhook-binary: %w", err)
 	}
 	out := filepath.Join(dir, webhookName)
+	if abs == out {
+		return out, nil // already so named (a --log-dir's build, given back)
+	}
+	// A --log-dir used before holds the last run's link or build.
+	if err := os.Remove(out); err != nil && !os.IsNotExist(err) {
+		return "", fmt.Errorf("replace %s: %w", out, err)
+	}
 	if err := os.Symlink(abs, out); err != nil {
 		return "", fmt.Errorf("link %s as %s: %w", abs, out, err)
 	}
