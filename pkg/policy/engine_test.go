@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/gpuadmit/gpuadmit/policies"
 )
@@ -161,5 +162,21 @@ func copyEmbedded(t *testing.T, dir string) {
 		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestEmbeddedSetPassesStrictCheck: the default set compiles under OPA's
+// strict mode (what `opa check --strict` runs: no unused arguments,
+// variables or imports), since platform teams start their policy
+// repository from a copy of it. A decision_test.rego helper with two
+// unused arguments failed it until 2026-11-24.
+func TestEmbeddedSetPassesStrictCheck(t *testing.T) {
+	loaded, err := Embedded().load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1).WithStrict(true)
+	if c.Compile(loaded.ParsedModules()); c.Failed() {
+		t.Errorf("opa check --strict: %v", c.Errors)
 	}
 }

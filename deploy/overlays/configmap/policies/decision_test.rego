@@ -371,7 +371,7 @@ test_a_time_sliced_hint_keeps_whole_gpus_on_replicas_under_never if {
 	count(d.deny) == 0
 }
 
-scheduled_input(scheduler, owners, coexist) := object.union(pod_input([mem("main", 3000)], {}), {
+scheduled_input(scheduler) := object.union(pod_input([mem("main", 3000)], {}), {
 	"pod": {"metadata": {"name": "p"}, "spec": {"schedulerName": scheduler}},
 	"pools": [a100_mig, t4_whole],
 })
@@ -379,7 +379,7 @@ scheduled_input(scheduler, owners, coexist) := object.union(pod_input([mem("main
 with_schedulers(owners, coexist) := {"migrate": ["kai-scheduler", "volcano", "hami-scheduler"], "coexist": coexist, "owners": owners}
 
 test_default_scheduler_counts_as_unset if {
-	d := gpuadmit.decision with input as scheduled_input("default-scheduler", {}, [])
+	d := gpuadmit.decision with input as scheduled_input("default-scheduler")
 	d.migrateFrom == ""
 	not d.pass
 	pools_of(d, "main") == ["a100-mig", "t4-whole"]
@@ -387,7 +387,7 @@ test_default_scheduler_counts_as_unset if {
 }
 
 test_gpuadmit_scheduler_owns_every_pool_while_it_runs if {
-	running := object.union(scheduled_input("default-scheduler", {}, []), {"cluster": {"schedulers": ["gpuadmit-scheduler"]}})
+	running := object.union(scheduled_input("default-scheduler"), {"cluster": {"schedulers": ["gpuadmit-scheduler"]}})
 	d := gpuadmit.decision with input as running
 	[c.schedulerName | some c in d.placement.main] == ["gpuadmit-scheduler", "gpuadmit-scheduler"]
 
@@ -401,25 +401,25 @@ test_gpuadmit_scheduler_owns_every_pool_while_it_runs if {
 }
 
 test_gpuadmit_scheduler_owns_nothing_when_it_does_not_run if {
-	d := gpuadmit.decision with input as object.union(scheduled_input("default-scheduler", {}, []), {"cluster": {"schedulers": []}})
+	d := gpuadmit.decision with input as object.union(scheduled_input("default-scheduler"), {"cluster": {"schedulers": []}})
 	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
 }
 
 test_a_migrated_scheduler_is_taken_over if {
-	d := gpuadmit.decision with input as scheduled_input("volcano", {}, [])
+	d := gpuadmit.decision with input as scheduled_input("volcano")
 	d.migrateFrom == "volcano"
 	count(d.deny) == 0
 	pools_of(d, "main") == ["a100-mig", "t4-whole"]
 }
 
 test_a_pool_owner_is_named_on_its_candidates if {
-	d := gpuadmit.decision with input as scheduled_input("kai-scheduler", {}, [])
+	d := gpuadmit.decision with input as scheduled_input("kai-scheduler")
 		with data.gpuadmit.config.schedulers as with_schedulers({"t4-whole": "gpuadmit-scheduler"}, [])
 	[[c.pool, c.schedulerName] | some c in d.placement.main] == [["a100-mig", "default-scheduler"], ["t4-whole", "gpuadmit-scheduler"]]
 }
 
 test_a_coexisting_scheduler_passes_with_a_warning if {
-	d := gpuadmit.decision with input as object.union(scheduled_input("hami-scheduler", {}, []), {"hints": {"class": "nosuch", "backend": "", "model": ""}})
+	d := gpuadmit.decision with input as object.union(scheduled_input("hami-scheduler"), {"hints": {"class": "nosuch", "backend": "", "model": ""}})
 		with data.gpuadmit.config.schedulers as with_schedulers({}, ["hami-scheduler"])
 	d.pass
 	d.migrateFrom == ""
@@ -429,14 +429,14 @@ test_a_coexisting_scheduler_passes_with_a_warning if {
 }
 
 test_an_unlisted_scheduler_keeps_to_unowned_pools_and_its_own if {
-	d := gpuadmit.decision with input as scheduled_input("my-scheduler", {}, [])
+	d := gpuadmit.decision with input as scheduled_input("my-scheduler")
 		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler"}, [])
 	pools_of(d, "main") == ["t4-whole"]
 	d.migrateFrom == ""
 }
 
 test_an_unlisted_scheduler_that_owns_no_usable_pool_is_denied if {
-	d := gpuadmit.decision with input as scheduled_input("my-scheduler", {}, [])
+	d := gpuadmit.decision with input as scheduled_input("my-scheduler")
 		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler", "t4-whole": "gpuadmit-scheduler"}, [])
 	some msg in d.deny
 	contains(msg, "spec.schedulerName \"my-scheduler\" owns no GPU pool")
