@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	sigsjson "sigs.k8s.io/json"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // NamespaceGetter returns a pod's namespace (labels and annotations feed the policy).
