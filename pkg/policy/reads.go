@@ -97,16 +97,12 @@ func readsOf(modules map[string]*ast.Module) PodReads {
 // objectGet reads object.get(x, key, default): a constant key (or key
 // path) on a constant path of input reads that path, not x whole.
 func (r *PodReads) objectGet(vis *ast.GenericVisitor, operands []*ast.Term) {
-	if len(operands) >= 2 {
-		if path, ok := pathOf(operands[0]); ok {
-			if keys, ok := constKeys(operands[1]); ok {
-				r.add(append(path, keys...))
-				for _, term := range operands[2:] {
-					vis.Walk(term)
-				}
-				return
-			}
+	if path, ok := getPath(operands); ok {
+		r.add(path)
+		for _, term := range operands[2:] {
+			vis.Walk(term)
 		}
+		return
 	}
 	for _, term := range operands {
 		vis.Walk(term)
@@ -124,15 +120,29 @@ func pathOf(term *ast.Term) ([]string, bool) {
 		path, rest := constPrefix(v)
 		return path, len(rest) == 0
 	case ast.Call:
-		if len(v) >= 3 && isObjectGet(v) {
-			if path, ok := pathOf(v[1]); ok {
-				if keys, ok := constKeys(v[2]); ok {
-					return append(path, keys...), true
-				}
-			}
+		if isObjectGet(v) {
+			return getPath(v[1:])
 		}
 	}
 	return nil, false
+}
+
+// getPath is the constant path of input that object.get's operands (x,
+// key, default) read: x a constant path of input (pathOf), then the
+// constant key or key path.
+func getPath(operands []*ast.Term) ([]string, bool) {
+	if len(operands) < 2 {
+		return nil, false
+	}
+	path, ok := pathOf(operands[0])
+	if !ok {
+		return nil, false
+	}
+	keys, ok := constKeys(operands[1])
+	if !ok {
+		return nil, false
+	}
+	return append(path, keys...), true
 }
 
 // isObjectGet reports whether call calls object.get.
