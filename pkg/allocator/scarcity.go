@@ -45,8 +45,10 @@ func Scarcity(tasks []FragTask, supply map[string]int) map[string]float64 {
 			continue
 		}
 		var accepted float64
+		var takers []string // the models t accepts
 		for _, m := range models {
 			if ModelAllowed(t.Spec, m) {
+				takers = append(takers, m)
 				accepted += float64(supply[m])
 			}
 		}
@@ -54,10 +56,8 @@ func Scarcity(tasks []FragTask, supply map[string]int) map[string]float64 {
 			continue
 		}
 		d := t.Weight * float64(t.GPUMilliTotal()) / demand * capacity
-		for _, m := range models {
-			if ModelAllowed(t.Spec, m) {
-				need[m] += d * float64(supply[m]) / accepted
-			}
+		for _, m := range takers {
+			need[m] += d * float64(supply[m]) / accepted
 		}
 	}
 	if len(need) == 0 {
