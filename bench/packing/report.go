@@ -162,7 +162,7 @@ func summarize(workload, policy string, runs []Result) Summary {
 		p50 = append(p50, r.DecisionP50us)
 		p99 = append(p99, r.DecisionP99us)
 		for _, p := range r.Points {
-			if math.Round(p.Arrived*1000) == 1000 { // to the permille, as summarizePoints matches points
+			if permille(p.Arrived) == 1000 {
 				if s.At100BySeed == nil {
 					s.At100BySeed = map[uint64]float64{}
 				}
@@ -183,7 +183,7 @@ func summarizePoints(runs []Result) []PointSummary {
 	unalloc, alloc := map[int64][]float64{}, map[int64][]float64{}
 	for _, r := range runs {
 		for _, p := range r.Points {
-			k := int64(math.Round(p.Arrived * 1000))
+			k := permille(p.Arrived)
 			unalloc[k] = append(unalloc[k], p.UnallocatedPct)
 			alloc[k] = append(alloc[k], p.AllocatedPct)
 		}
@@ -195,6 +195,10 @@ func summarizePoints(runs []Result) []PointSummary {
 	}
 	return out
 }
+
+// permille is a point's arrived share in thousandths, by which points of
+// different runs are matched, so float noise does not split them.
+func permille(arrived float64) int64 { return int64(math.Round(arrived * 1000)) }
 
 // describe returns the Stat of xs; the zero Stat when xs is empty.
 func describe(xs []float64) Stat {
