@@ -98,6 +98,9 @@ type CPUUse struct {
 	// kube-apiserver, etcd, opa, kube-controller (comm's 15 characters of
 	// kube-controller-manager).
 	MsPerPod map[string]float64 `json:"msPerPod"`
+	// TotalMsPerPod is all of those processes together, rounded once from
+	// their seconds (not summed from MsPerPod's rounded figures).
+	TotalMsPerPod float64 `json:"totalMsPerPod"`
 	// OtherCores is the average number of CPUs busy with everything else on
 	// the machine (other users' work): the background noise.
 	OtherCores float64 `json:"otherCores"`
@@ -129,24 +132,19 @@ func roundUse(before, after cpuReading, pods int) (map[string]float64, float64) 
 	var u CPUUse
 	u.add(before, after)
 	u.summarise(pods)
-	// The total is rounded once, from the seconds, not summed from the
-	// processes' rounded figures (eight of them, each off by up to 0.005).
-	var seconds float64
-	for _, s := range u.procs {
-		if s > 0 {
-			seconds += s
-		}
-	}
-	return u.MsPerPod, round2(1000 * seconds / float64(max(pods, 1)))
+	return u.MsPerPod, u.TotalMsPerPod
 }
 
 func (u *CPUUse) summarise(pods int) {
 	u.MsPerPod = map[string]float64{}
+	var total float64
 	for name, t := range u.procs {
 		if t > 0 {
 			u.MsPerPod[name] = round2(1000 * t / float64(max(pods, 1)))
+			total += t
 		}
 	}
+	u.TotalMsPerPod = round2(1000 * total / float64(max(pods, 1)))
 	if u.Seconds > 0 {
 		u.OtherCores = round2(max(u.machine, 0) / u.Seconds)
 	}

@@ -195,3 +195,16 @@ func TestLinkWebhookNamesTheProcessGpuadmit(t *testing.T) {
 		t.Error("a missing binary was linked")
 	}
 }
+
+// TestCPUTotalRoundedOnce: the total per pod comes from the processes'
+// seconds, rounded once, not from their figures each rounded to 0.01 ms.
+func TestCPUTotalRoundedOnce(t *testing.T) {
+	u := CPUUse{procs: map[string]float64{"a": 0.001004, "b": 0.001004, "c": 0.001004, "idle": 0}}
+	u.summarise(1)
+	if want := map[string]float64{"a": 1, "b": 1, "c": 1}; cmp.Diff(want, u.MsPerPod) != "" {
+		t.Errorf("per process %v, want %v", u.MsPerPod, want)
+	}
+	if u.TotalMsPerPod != 3.01 {
+		t.Errorf("total %v ms, want 3.01 (3.012 rounded once; the rounded figures add up to 3.00)", u.TotalMsPerPod)
+	}
+}

@@ -242,13 +242,11 @@ func (r *Report) cpuTable(w io.Writer) {
 	fmt.Fprintf(w, "| clients | configuration | %s | total | Events posted per pod | other users' CPUs busy |\n", strings.Join(names, " | "))
 	fmt.Fprintf(w, "|---:|---|%s---:|---:|---:|\n", strings.Repeat("---:|", len(names)))
 	for _, res := range r.Results {
-		var total float64
 		fmt.Fprintf(w, "| %d | %s |", res.Level, res.Config)
 		for _, p := range names {
-			total += res.CPU.MsPerPod[p]
 			fmt.Fprintf(w, " %.2f |", res.CPU.MsPerPod[p])
 		}
-		fmt.Fprintf(w, " %.2f | %.2f | %.2f |\n", total, res.PostsPerPod["events"], res.CPU.OtherCores)
+		fmt.Fprintf(w, " %.2f | %.2f | %.2f |\n", res.CPU.TotalMsPerPod, res.PostsPerPod["events"], res.CPU.OtherCores)
 	}
 }
 
