@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
@@ -130,26 +129,8 @@ func controllerPodsOnce(t *testing.T, prefix string) (hits, misses float64) {
 	return after["hit"] - before["hit"], after["miss"] - before["miss"]
 }
 
-// memoLookups reads gpuadmit_decision_memo_lookups_total by result from the
-// webhook's registry in this process.
+// memoLookups is gpuadmit_decision_memo_lookups_total by result (hit,
+// miss) in this process.
 func memoLookups(t *testing.T) map[string]float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "gpuadmit_decision_memo_lookups_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" {
-					out[l.GetValue()] += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return out
+	return counters(t, "gpuadmit_decision_memo_lookups_total", "result")
 }

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
@@ -323,23 +322,5 @@ func TestQuotaLeaderWithoutAPolicyKeepsQuotas(t *testing.T) {
 
 // reconciles is how many times the quota reconciler has run in this process.
 func reconciles(t *testing.T) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "gpuadmit-quota" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return n
+	return counters(t, "controller_runtime_reconcile_total", "controller")["gpuadmit-quota"]
 }
