@@ -200,7 +200,7 @@ func (r *Report) mixDescription() string {
 	case MixTemplate:
 		return "template (every pod alike, as one controller's pods)"
 	case MixDistinct:
-		return fmt.Sprintf("distinct (%d shapes in turn, each pod with a toleration of its own: no two alike to the policy)", r.Settings.PodShapes)
+		return fmt.Sprintf("distinct (%d shapes in turn, each pod's container named after it: no two alike to the policy)", r.Settings.PodShapes)
 	case MixLabeled:
 		return "labeled (every pod alike but for a label of its own, which the default policies do not read)"
 	}

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -45,21 +47,19 @@ func TestDistinctPodsAllDiffer(t *testing.T) {
 	}
 }
 
-// TestDistinctKeepsShape: the distinct mix only adds its toleration, the
-// labeled mix its label; the pod asks for the same GPUs as the shapes mix's
-// pod of that index (the template's, for labeled).
+// TestDistinctKeepsShape: the distinct mix only names its container after
+// the pod, the labeled mix only adds its label; the pod asks for the same
+// GPUs as the shapes mix's pod of that index (the template's, for labeled).
 func TestDistinctKeepsShape(t *testing.T) {
 	for i := range len(shapes) {
-		d, s := MixDistinct.Pod(Namespace, "p", i), MixShapes.Pod(Namespace, "p", i)
-		n := len(d.Spec.Tolerations)
-		if n == 0 || d.Spec.Tolerations[n-1].Key != DistinctKey || d.Spec.Tolerations[n-1].Value != "p" {
-			t.Errorf("pod %d: tolerations %v, want the last %s=p", i, d.Spec.Tolerations, DistinctKey)
-		} else {
-			d.Spec.Tolerations = d.Spec.Tolerations[:n-1]
-			if n == 1 {
-				d.Spec.Tolerations = s.Spec.Tolerations
-			}
+		d, s := MixDistinct.Pod(Namespace, "p-00001", i), MixShapes.Pod(Namespace, "p-00001", i)
+		if got := d.Spec.Containers[0].Name; got != "p-00001" {
+			t.Errorf("pod %d: container %q, want it named after the pod", i, got)
 		}
+		if errs := validation.IsDNS1123Label(d.Spec.Containers[0].Name); len(errs) > 0 {
+			t.Errorf("pod %d: container name: %v", i, errs)
+		}
+		d.Spec.Containers[0].Name = s.Spec.Containers[0].Name
 		if diff := cmp.Diff(s, d); diff != "" {
 			t.Errorf("pod %d (-shapes +distinct):\n%s", i, diff)
 		}
@@ -75,8 +75,10 @@ func TestDistinctKeepsShape(t *testing.T) {
 }
 
 // TestMixesAsTheDefaultPoliciesSeeThem: under what the embedded policies
-// read (policy.PodReads), every distinct pod differs and the labeled mix's
-// pods are one template.
+// read of the pod (policy.PodReads) and its GPU requests and hints as the
+// policy gets them (input.containers, input.hints, from intent.Read), the
+// parts of gpuadmit's memo key a pod decides, every distinct pod differs
+// and the labeled mix's pods are one template.
 func TestMixesAsTheDefaultPoliciesSeeThem(t *testing.T) {
 	set, err := policy.Compile(t.Context(), policy.Embedded())
 	if err != nil {
@@ -85,7 +87,12 @@ func TestMixesAsTheDefaultPoliciesSeeThem(t *testing.T) {
 	keys := func(mix Mix, n int) int {
 		seen := map[string]bool{}
 		for i := range n {
-			b, err := json.Marshal(set.Reads.KeyView(policy.View(mix.Pod(Namespace, fmt.Sprintf("p-%05d", i), i))))
+			pod := mix.Pod(Namespace, fmt.Sprintf("p-%05d", i), i)
+			want, errs := intent.Read(pod)
+			if len(errs) > 0 {
+				t.Fatal(errs.ToAggregate())
+			}
+			b, err := json.Marshal([]any{set.Reads.KeyView(policy.View(pod)), want.Requests, want.Class, want.Backend, want.Model})
 			if err != nil {
 				t.Fatal(err)
 			}

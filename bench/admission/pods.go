@@ -75,9 +75,11 @@ const (
 	MixShapes Mix = "shapes"
 	// MixTemplate gives every pod the first shape, as one template.
 	MixTemplate Mix = "template"
-	// MixDistinct is MixShapes with a toleration that holds the pod's name
-	// (DistinctKey), so no two pods look alike to the policy: the default
-	// policies read the pod's spec.
+	// MixDistinct is MixShapes with the GPU container named after the pod,
+	// so no two pods look alike to the policy: every policy reads the
+	// containers it decides for (input.containers), by name. (A toleration
+	// of its own, this mix's difference before, is in no field the default
+	// policies read.)
 	MixDistinct Mix = "distinct"
 	// MixLabeled is MixTemplate with a label that holds the pod's name
 	// (DistinctKey), as frameworks that label each pod they create (an
@@ -89,9 +91,9 @@ const (
 // Mixes are all of them.
 var Mixes = []Mix{MixShapes, MixTemplate, MixDistinct, MixLabeled}
 
-// DistinctKey is the toleration key (MixDistinct) or label (MixLabeled)
-// whose value is each pod's name. Pod names are unique within a run,
-// warm-up pods' included.
+// DistinctKey is the label (MixLabeled) whose value is each pod's name.
+// Pod names are unique within a run, warm-up pods' included, and are
+// valid container names (MixDistinct).
 const DistinctKey = "bench.gpuadmit.io/pod"
 
 // Pod is benchmark pod i of the mix, named name.
@@ -101,8 +103,7 @@ func (m Mix) Pod(namespace, name string, i int) *corev1.Pod {
 		return Pod(namespace, name, 0)
 	case MixDistinct:
 		p := Pod(namespace, name, i)
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: DistinctKey, Operator: corev1.TolerationOpEqual,
-			Value: name, Effect: corev1.TaintEffectNoSchedule})
+		p.Spec.Containers[0].Name = name
 		return p
 	case MixLabeled:
 		p := Pod(namespace, name, 0)
