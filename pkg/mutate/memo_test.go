@@ -211,10 +211,11 @@ func TestPodsOfOneWorkloadHitTheMemo(t *testing.T) {
 }
 
 // TestMemoKeysWhatTheDefaultPoliciesRead: the embedded policies read the
-// pod's spec and its gpuadmit.io/backend annotation, not its labels
-// (policy.PodReads). Pods that differ only in labels or in another
-// annotation share one decision, byte for byte the fresh one; a different
-// spec or backend annotation asks the policy again.
+// pod's nodeSelector, priorityClassName and schedulerName and its
+// gpuadmit.io/backend annotation, not its labels, tolerations or affinity
+// (policy.PodReads). Pods that differ only in those share one decision,
+// byte for byte the fresh one, as a DaemonSet's pods do (each with node
+// affinity to its own node); a different field read asks the policy again.
 func TestMemoKeysWhatTheDefaultPoliciesRead(t *testing.T) {
 	m, eval, _ := memoMutator(t)
 	eval.reads = defaultEngine.Active().Reads
@@ -223,6 +224,8 @@ func TestMemoKeysWhatTheDefaultPoliciesRead(t *testing.T) {
 	alike := []*corev1.Pod{
 		templatePod("p-1", map[string]string{"bench.gpuadmit.io/pod": "p-1"}, nil),
 		templatePod("p-2", map[string]string{"bench.gpuadmit.io/pod": "p-2", "team": "vision"}, map[string]string{"example.com/owner": "p-2"}),
+		onNode(templatePod("ds-0", nil, nil), "h100-mig-0"),
+		onNode(templatePod("ds-1", nil, nil), "h100-mig-1"),
 	}
 	for _, p := range alike {
 		got := decideOnce(t, m, Request{Pod: p, Namespace: ns})
@@ -238,8 +241,12 @@ func TestMemoKeysWhatTheDefaultPoliciesRead(t *testing.T) {
 	differ := map[string]*corev1.Pod{
 		"backend annotation": templatePod("q-1", nil, map[string]string{"gpuadmit.io/backend": "shared"}),
 		"nodeSelector":       templatePod("q-2", nil, nil),
+		"priorityClassName":  templatePod("q-3", nil, nil),
+		"schedulerName":      templatePod("q-4", nil, nil),
 	}
 	differ["nodeSelector"].Spec.NodeSelector = map[string]string{"zone": "a"}
+	differ["priorityClassName"].Spec.PriorityClassName = "gpuadmit-batch"
+	differ["schedulerName"].Spec.SchedulerName = "gpuadmit-scheduler"
 	for name, p := range differ {
 		before := eval.count()
 		if _, err := m.Mutate(context.Background(), Request{Pod: p, Namespace: ns}); err != nil {
@@ -249,4 +256,16 @@ func TestMemoKeysWhatTheDefaultPoliciesRead(t *testing.T) {
 			t.Errorf("the pod's %s changed, and the policy was not asked again", name)
 		}
 	}
+}
+
+// onNode gives pod what the DaemonSet controller gives each of its pods: a
+// toleration of its own and node affinity to one node by name.
+func onNode(pod *corev1.Pod, node string) *corev1.Pod {
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: "node.kubernetes.io/unschedulable",
+		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}}}}
+	return pod
 }

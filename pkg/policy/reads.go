@@ -1,13 +1,17 @@
 package policy
 
 import (
+	"reflect"
+	"strings"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // PodReads is what a policy set's rules can read of input.pod, found in
 // their source: a decision depends on no other part of the pod's view, so
 // pods that differ only elsewhere (labels the policy never reads, an
-// annotation another tool sets per pod) get the same decision, and the
+// annotation another tool sets per pod, the node affinity of a
+// DaemonSet's pods where no rule reads affinity) get the same decision, and the
 // decision memo keys them alike (KeyView). The reading is conservative:
 // wherever the rules use input.pod in a way other than a constant path
 // (a variable key, input.pod passed whole to a function, an alias of
@@ -20,8 +24,9 @@ type PodReads struct {
 	Metadata bool
 	// Labels and Annotations: the keys read, or All.
 	Labels, Annotations KeysRead
-	// Spec: any of input.pod.spec.
-	Spec bool
+	// Spec: the fields of input.pod.spec read (a field is read whole, its
+	// own fields included), or All.
+	Spec KeysRead
 }
 
 // KeysRead is the keys of a map the rules read: all of them, or Names.
@@ -193,7 +198,7 @@ func (r *PodReads) add(path []string) {
 	case len(path) == 2:
 		r.Partial = false
 	case path[2] == "spec":
-		r.Spec = true
+		r.Spec.add(path[3:])
 	case path[2] != "metadata":
 		r.Partial = false // a part of the pod the view does not name: keep it all
 	case len(path) == 3:
@@ -219,7 +224,7 @@ func (k *KeysRead) add(rest []string) {
 }
 
 // KeyView is v as the decision memo keys it: only what r says the rules
-// read. It shares v's maps where they are kept whole.
+// read. It shares v's maps and slices where they are kept whole.
 func (r PodReads) KeyView(v *PodView) *PodView {
 	if !r.Partial {
 		return v
@@ -231,10 +236,38 @@ func (r PodReads) KeyView(v *PodView) *PodView {
 		out.Metadata.Labels = r.Labels.keep(v.Metadata.Labels)
 		out.Metadata.Annotations = r.Annotations.keep(v.Metadata.Annotations)
 	}
-	if r.Spec {
+	if r.Spec.All {
 		out.Spec = v.Spec
+	} else {
+		keepSpec(&out.Spec, &v.Spec, r.Spec.Names)
 	}
 	return out
+}
+
+// specFields are PodSpecView's fields by their JSON names, the names a
+// policy reads them by.
+var specFields = func() map[string]int {
+	t := reflect.TypeFor[PodSpecView]()
+	out := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out[name] = i
+	}
+	return out
+}()
+
+// keepSpec copies the named fields of src into dst. A name the view does
+// not have is no part of any pod's view: a rule reading it reads nothing.
+func keepSpec(dst, src *PodSpecView, names map[string]bool) {
+	if len(names) == 0 {
+		return
+	}
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for name := range names {
+		if i, ok := specFields[name]; ok {
+			d.Field(i).Set(s.Field(i))
+		}
+	}
 }
 
 func (k KeysRead) keep(m map[string]string) map[string]string {

@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestReadsOf(t *testing.T) {
@@ -30,7 +32,13 @@ func TestReadsOf(t *testing.T) {
 			want: PodReads{Partial: true, Labels: KeysRead{All: true}}},
 		"a key computed": {rules: `x := input.pod.metadata.labels[concat("", ["a", "b"])]`,
 			want: PodReads{Partial: true, Labels: KeysRead{All: true}}},
-		"the spec":                  {rules: `x := object.get(input.pod.spec, "schedulerName", "")`, want: PodReads{Partial: true, Spec: true}},
+		"a spec field":              {rules: `x := object.get(input.pod.spec, "schedulerName", "")`, want: PodReads{Partial: true, Spec: some("schedulerName")}},
+		"a spec field's own fields": {rules: `x := input.pod.spec.affinity.nodeAffinity`, want: PodReads{Partial: true, Spec: some("affinity")}},
+		"spec fields by index":      {rules: `x := [r | r := input.pod.spec.containers[_].resources]`, want: PodReads{Partial: true, Spec: some("containers")}},
+		"the spec whole":            {rules: `x := input.pod.spec`, want: PodReads{Partial: true, Spec: KeysRead{All: true}}},
+		"a spec key computed":       {rules: `x := input.pod.spec[concat("", ["a", "b"])]`, want: PodReads{Partial: true, Spec: KeysRead{All: true}}},
+		"object.get of the spec, variable key": {rules: `x := object.get(input.pod.spec, y, "")` + "\ny := \"a\"",
+			want: PodReads{Partial: true, Spec: KeysRead{All: true}}},
 		"metadata whole":            {rules: `x := input.pod.metadata`, want: PodReads{Partial: true, Metadata: true}},
 		"a metadata field":          {rules: `x := input.pod.metadata.name`, want: PodReads{Partial: true, Metadata: true}},
 		"the pod passed whole":      {rules: `x := f(input.pod)` + "\nf(p) := p", want: PodReads{}},
@@ -63,14 +71,16 @@ func TestReadsOf(t *testing.T) {
 	}
 }
 
-// TestDefaultSetReads: the embedded policies read the spec and one
-// annotation of the pod, and none of its labels.
+// TestDefaultSetReads: the embedded policies read three fields of the
+// spec (not its affinity or tolerations) and one annotation of the pod,
+// and none of its labels.
 func TestDefaultSetReads(t *testing.T) {
 	set, err := Compile(t.Context(), Embedded())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PodReads{Partial: true, Spec: true, Annotations: KeysRead{Names: map[string]bool{"gpuadmit.io/backend": true}}}
+	want := PodReads{Partial: true, Spec: KeysRead{Names: map[string]bool{"nodeSelector": true, "priorityClassName": true, "schedulerName": true}},
+		Annotations: KeysRead{Names: map[string]bool{"gpuadmit.io/backend": true}}}
 	if diff := cmp.Diff(want, set.Reads); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
@@ -86,11 +96,83 @@ func TestKeyView(t *testing.T) {
 	if diff := cmp.Diff(want, r.KeyView(v)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
 	}
-	r = PodReads{Partial: true, Spec: true, Metadata: true}
+	r = PodReads{Partial: true, Spec: KeysRead{All: true}, Metadata: true}
 	if diff := cmp.Diff(v, r.KeyView(v)); diff != "" {
 		t.Errorf("metadata and spec read: (-want +got)\n%s", diff)
 	}
 	if got := (PodReads{}).KeyView(v); got != v {
 		t.Errorf("the zero PodReads: got a copy, want the view itself")
 	}
+}
+
+// TestKeyViewSpecFields: of the spec, the key keeps the fields read and
+// only those, so pods that differ in a field no rule reads (a DaemonSet
+// pod's node affinity) key alike, and pods that differ in one read do not.
+func TestKeyViewSpecFields(t *testing.T) {
+	pod := func(node string) *PodView {
+		return &PodView{Spec: PodSpecView{
+			SchedulerName: "s", Containers: []ContainerView{{Name: "c"}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+					{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}},
+		}}
+	}
+	a, b := pod("n1"), pod("n2")
+	r := PodReads{Partial: true, Spec: KeysRead{Names: map[string]bool{"schedulerName": true, "containers": true, "hostname": true}}}
+	want := &PodView{Spec: PodSpecView{SchedulerName: "s", Containers: a.Spec.Containers}}
+	if diff := cmp.Diff(want, r.KeyView(a)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff(r.KeyView(a), r.KeyView(b)); diff != "" {
+		t.Errorf("pods that differ only in affinity, not read: keys differ (-a +b)\n%s", diff)
+	}
+	r.Spec.Names["affinity"] = true
+	if cmp.Equal(r.KeyView(a), r.KeyView(b)) {
+		t.Errorf("affinity read: pods on two nodes key alike")
+	}
+}
+
+// TestSpecFieldsNameEveryField: every field of the spec's view can be kept
+// by the name a policy reads it by; a field left out of specFields would
+// drop out of every key, and pods that differ in it would share a decision.
+func TestSpecFieldsNameEveryField(t *testing.T) {
+	v := reflect.ValueOf(PodSpecView{})
+	if len(specFields) != v.NumField() {
+		t.Fatalf("specFields has %d names for the view's %d fields", len(specFields), v.NumField())
+	}
+	all := &PodView{Spec: fullSpecView()}
+	names := KeysRead{Names: map[string]bool{}}
+	for name := range specFields {
+		if name == "" || name == "-" {
+			t.Errorf("a field with no JSON name: %q", name)
+		}
+		names.Names[name] = true
+	}
+	got := PodReads{Partial: true, Spec: names}.KeyView(all)
+	if diff := cmp.Diff(all, got); diff != "" {
+		t.Errorf("every field named: (-want +got)\n%s", diff)
+	}
+}
+
+// fullSpecView sets every field of PodSpecView to a value other than its zero.
+func fullSpecView() PodSpecView {
+	var s PodSpecView
+	v := reflect.ValueOf(&s).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Map:
+			f.Set(reflect.MakeMap(f.Type()))
+			f.SetMapIndex(reflect.New(f.Type().Key()).Elem(), reflect.New(f.Type().Elem()).Elem())
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		default:
+			panic("fullSpecView: set " + f.Type().String())
+		}
+	}
+	return s
 }
