@@ -179,7 +179,7 @@ func (c *Cluster) startComponents() error {
 		// (upstream's known window). A 5s period made the 100-pod race test
 		// fail now and then; nothing here needs the periodic recount.
 		{"kube-controller-manager", append(kcmArgs,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset,job,statefulset",
+			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset,job,statefulset,daemonset",
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2")},
