@@ -108,21 +108,40 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1
 		log.Error(err, "decision failed", "pod", podRef(pod))
 		return Result{}, OutcomeErrored, err
 	}
-	_, outcome := response(res)
+	outcome := outcomeOf(res)
 	if !template {
 		h.report(ctx, req, pod, res, outcome, h.opts.Clock.Since(start).Seconds())
 	}
 	return res, outcome, nil
 }
 
-func response(res Result) (admission.Response, string) {
+// outcomeOf is the review outcome res answers with (the metrics' label).
+func outcomeOf(res Result) string {
 	switch {
 	case !res.Allowed:
-		return admission.Denied(res.Message).WithWarnings(res.Warnings...), OutcomeDenied
+		return OutcomeDenied
 	case len(res.Patch) == 0:
-		return admission.Allowed("").WithWarnings(res.Warnings...), OutcomeAllowed
+		return OutcomeAllowed
+	}
+	return OutcomeMutated
+}
+
+// response is the review's answer for res, and its outcome.
+func response(res Result) (admission.Response, string) {
+	switch outcome := outcomeOf(res); outcome {
+	case OutcomeDenied:
+		return admission.Denied(res.Message).WithWarnings(res.Warnings...), outcome
+	case OutcomeAllowed:
+		return admission.Allowed("").WithWarnings(res.Warnings...), outcome
 	default:
-		return admission.Patched("", res.Patch...).WithWarnings(res.Warnings...), OutcomeMutated
+		patch, err := marshalPatch(res.Patch)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the patch: %w", err)), OutcomeErrored
+		}
+		resp := admission.Allowed("").WithWarnings(res.Warnings...)
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, &pt
+		return resp, outcome
 	}
 }
 

@@ -2,13 +2,17 @@ package mutate
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -145,3 +149,23 @@ func accountingResources(c corev1.Container) map[string]string {
 }
 
 func resourceQuantity(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.DecimalSI) }
+
+// patchOps are the JSON patch operations resp answers with: the handlers
+// write the patch's bytes (marshalPatch), not controller-runtime's Patches.
+func patchOps(t testing.TB, resp admission.Response) []jsonpatch.Operation {
+	t.Helper()
+	if len(resp.Patches) > 0 {
+		t.Fatalf("the response carries %d operations in Patches; the handlers answer with Patch", len(resp.Patches))
+	}
+	if len(resp.Patch) == 0 {
+		return nil
+	}
+	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		t.Fatalf("patch type %v, want JSONPatch", resp.PatchType)
+	}
+	var ops []jsonpatch.Operation
+	if err := json.Unmarshal(resp.Patch, &ops); err != nil {
+		t.Fatalf("decode the patch %s: %v", resp.Patch, err)
+	}
+	return ops
+}

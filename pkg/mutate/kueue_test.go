@@ -65,17 +65,13 @@ func jobReview(t *testing.T, j *batchv1.Job) (admission.Request, []byte) {
 // applied is the Job after the response's patch.
 func applied(t *testing.T, raw []byte, resp admission.Response) *batchv1.Job {
 	t.Helper()
-	patch, err := json.Marshal(resp.Patches)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := jsonpatchapply.DecodePatch(patch)
+	p, err := jsonpatchapply.DecodePatch(resp.Patch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := p.Apply(raw)
 	if err != nil {
-		t.Fatalf("the patch does not apply to the Job: %v\n%s", err, patch)
+		t.Fatalf("the patch does not apply to the Job: %v\n%s", err, resp.Patch)
 	}
 	j := &batchv1.Job{}
 	if err := json.Unmarshal(out, j); err != nil {
@@ -93,10 +89,10 @@ func TestKueueJobTemplateIsDecided(t *testing.T) {
 	ctx := context.Background()
 	req, raw := jobReview(t, hamiJob("team-a-queue"))
 	resp := jobs.Handle(ctx, req)
-	if !resp.Allowed || len(resp.Patches) == 0 {
-		t.Fatalf("the Kueue Job's template was not rewritten: allowed %v, %d patch operations, %v", resp.Allowed, len(resp.Patches), resp.Result)
+	if !resp.Allowed || len(patchOps(t, resp)) == 0 {
+		t.Fatalf("the Kueue Job's template was not rewritten: allowed %v, %d patch operations, %v", resp.Allowed, len(patchOps(t, resp)), resp.Result)
 	}
-	for _, op := range resp.Patches {
+	for _, op := range patchOps(t, resp) {
 		if !strings.HasPrefix(op.Path, JobTemplatePath+"/") {
 			t.Errorf("patch operation %s %s is outside the Job's pod template", op.Operation, op.Path)
 		}
@@ -135,25 +131,25 @@ func TestKueueJobHandlerLeavesOtherJobs(t *testing.T) {
 	ctx := context.Background()
 
 	req, _ := jobReview(t, hamiJob(""))
-	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) != 0 {
-		t.Errorf("a Job in no Kueue queue was changed: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
+	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(patchOps(t, resp)) != 0 {
+		t.Errorf("a Job in no Kueue queue was changed: allowed %v, %d operations", resp.Allowed, len(patchOps(t, resp)))
 	}
 	child := hamiJob("q")
 	child.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: "u1", Controller: new(true)}}
 	req, _ = jobReview(t, child)
-	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) != 0 {
-		t.Errorf("a JobSet's child Job was changed behind the JobSet's Kueue workload: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
+	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(patchOps(t, resp)) != 0 {
+		t.Errorf("a JobSet's child Job was changed behind the JobSet's Kueue workload: allowed %v, %d operations", resp.Allowed, len(patchOps(t, resp)))
 	}
 	cron := hamiJob("q")
 	cron.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "u2", Controller: new(true)}}
 	req, _ = jobReview(t, cron)
-	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) == 0 {
-		t.Errorf("a CronJob's Job in a Kueue queue was not decided: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
+	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(patchOps(t, resp)) == 0 {
+		t.Errorf("a CronJob's Job in a Kueue queue was not decided: allowed %v, %d operations", resp.Allowed, len(patchOps(t, resp)))
 	}
 	req, _ = jobReview(t, hamiJob("q"))
 	req.Operation = admissionv1.Update
-	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(resp.Patches) != 0 {
-		t.Errorf("an UPDATE of a Kueue Job was changed: allowed %v, %d operations", resp.Allowed, len(resp.Patches))
+	if resp := jobs.Handle(ctx, req); !resp.Allowed || len(patchOps(t, resp)) != 0 {
+		t.Errorf("an UPDATE of a Kueue Job was changed: allowed %v, %d operations", resp.Allowed, len(patchOps(t, resp)))
 	}
 	req, _ = jobReview(t, hamiJob("q"))
 	req.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}

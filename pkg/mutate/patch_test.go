@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // TestWrittenPatchIsThePodPatch: for every README example gpuadmit admits,
@@ -198,6 +200,48 @@ func TestUnchangedAsOneKeepsThePatch(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("(-whole +folded)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMarshalPatchIsControllerRuntimes: the patch bytes are the ones
+// controller-runtime's Response.Complete makes of the same operations,
+// byte for byte: value null kept for add and replace, left out of remove,
+// values with their own MarshalJSON (quantities) and characters
+// encoding/json escapes included.
+func TestMarshalPatchIsControllerRuntimes(t *testing.T) {
+	cases := map[string][]jsonpatch.Operation{
+		"none": {},
+		"every kind of value": {
+			{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{"gpuadmit.io/decision": "main: 1 GPU -> <MIG 1g.10gb> & more"}},
+			{Operation: "add", Path: "/spec/tolerations/0", Value: corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}},
+			{Operation: "replace", Path: "/spec/priority", Value: int32(10000)},
+			{Operation: "add", Path: "/spec/containers/0/resources/limits/nvidia.com~1gpu", Value: resource.MustParse("1")},
+			{Operation: "add", Path: "/spec/nodeName", Value: nil},
+			{Operation: "replace", Path: "/spec/schedulerName", Value: nil},
+			{Operation: "remove", Path: "/spec/containers/0/resources/limits/gpuadmit.io~1gpu-memory"},
+			{Operation: "add", Path: "/spec/containers/0/resources/requests", Value: map[string]any{"cpu": "1", "nested": []any{1.5, "x", nil}}},
+		},
+	}
+	for name, ops := range cases {
+		t.Run(name, func(t *testing.T) {
+			want := admission.Patched("", ops...)
+			if err := want.Complete(admission.Request{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := marshalPatch(ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ops) == 0 {
+				if string(got) != "[]" {
+					t.Errorf("no operations: got %s, want []", got)
+				}
+				return
+			}
+			if string(got) != string(want.Patch) {
+				t.Errorf("patch bytes differ:\n got: %s\nwant: %s", got, want.Patch)
 			}
 		})
 	}

@@ -271,19 +271,19 @@ func TestHandlerReinvocationAfterANodeChange(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			first := keyedHandler(t, tc.keys, nodes)
 			resp := first.Handle(context.Background(), req)
-			if !resp.Allowed || len(resp.Patches) == 0 {
-				t.Fatalf("first call: allowed %v, %d patches, %v; want a mutation", resp.Allowed, len(resp.Patches), resp.Result)
+			if !resp.Allowed || len(patchOps(t, resp)) == 0 {
+				t.Fatalf("first call: allowed %v, %d patches, %v; want a mutation", resp.Allowed, len(patchOps(t, resp)), resp.Result)
 			}
 			again := req
-			again.Object.Raw = patched(t, req.Object.Raw, resp.Patches)
+			again.Object.Raw = patched(t, req.Object.Raw, patchOps(t, resp))
 			var admitted corev1.Pod
 			if err := json.Unmarshal(again.Object.Raw, &admitted); err != nil {
 				t.Fatal(err)
 			}
 			then := keyedHandler(t, tc.keys, withoutPool(nodes, admitted.Spec.NodeSelector))
 			resp = then.Handle(context.Background(), again)
-			if resp.Allowed != tc.wantAllow || len(resp.Patches) != 0 {
-				t.Errorf("reinvocation: allowed %v, patches %v, %v; want allowed %v with no patch", resp.Allowed, resp.Patches, resp.Result, tc.wantAllow)
+			if resp.Allowed != tc.wantAllow || len(patchOps(t, resp)) != 0 {
+				t.Errorf("reinvocation: allowed %v, patches %s, %v; want allowed %v with no patch", resp.Allowed, resp.Patch, resp.Result, tc.wantAllow)
 			}
 		})
 	}
