@@ -77,12 +77,11 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("gpuadmit mutates pods on CREATE only"), OutcomeAllowed
 	}
-	res, outcome, err := h.decide(ctx, req, pod, false)
+	res, _, err := h.decide(ctx, req, pod, false)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
 	}
-	resp, _ := response(res)
-	return resp, outcome
+	return response(res)
 }
 
 // decide decides for pod, a pod being created or (template) a workload's pod

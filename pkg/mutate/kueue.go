@@ -89,7 +89,7 @@ func (h *JobHandler) handle(ctx context.Context, req admission.Request) (admissi
 		res.Message = "spec.template: " + res.Message
 	}
 	res.Patch = underPath(JobTemplatePath, res.Patch)
-	resp, _ := response(res)
+	resp, outcome := response(res)
 	logf.FromContext(ctx).Info("job template decision", "job", jobRef(req.Namespace, job), "revision", res.Revision, "outcome", outcome,
 		"decision", res.Pod.Annotations[AnnotationDecision], "message", res.Message)
 	return resp, outcome
