@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -105,16 +106,20 @@ type replayer struct {
 	decoder cradmission.Decoder
 	file    string
 
-	mu  sync.Mutex
-	ops []jsonpatch.Operation
+	mu    sync.Mutex
+	bytes []byte // the patch as the file holds it, checked
 }
 
-// patch reads the file once, at the first review.
-func (r *replayer) patch() ([]jsonpatch.Operation, error) {
+// patch reads the file once, at the first review, and answers with its
+// bytes, not encoded again per review (as gpuadmit encodes its patch
+// once, marshalPatch): the file holds the operations as
+// json.Marshal([]jsonpatch.Operation) writes them, the bytes
+// controller-runtime's Response.Complete would make of them.
+func (r *replayer) patch() ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ops != nil {
-		return r.ops, nil
+	if r.bytes != nil {
+		return r.bytes, nil
 	}
 	if r.file == "" {
 		return nil, fmt.Errorf("no replay patch: the server was started without --replay-patch")
@@ -130,8 +135,8 @@ func (r *replayer) patch() ([]jsonpatch.Operation, error) {
 	if len(ops) == 0 {
 		return nil, fmt.Errorf("replay patch %s is empty", r.file)
 	}
-	r.ops = ops
-	return ops, nil
+	r.bytes = b
+	return b, nil
 }
 
 func (r *replayer) Handle(_ context.Context, req cradmission.Request) cradmission.Response {
@@ -139,11 +144,14 @@ func (r *replayer) Handle(_ context.Context, req cradmission.Request) cradmissio
 	if err := r.decoder.Decode(req, pod); err != nil {
 		return cradmission.Errored(http.StatusBadRequest, err)
 	}
-	ops, err := r.patch()
+	patch, err := r.patch()
 	if err != nil {
 		return cradmission.Errored(http.StatusInternalServerError, err)
 	}
-	return cradmission.Patched("", ops...)
+	resp := cradmission.Allowed("")
+	pt := admissionv1.PatchTypeJSONPatch
+	resp.Patch, resp.PatchType = patch, &pt
+	return resp
 }
 
 // ServeNoop is the no-op webhook process: a controller-runtime
