@@ -258,8 +258,9 @@ func TestMemoKeysWhatTheDefaultPoliciesRead(t *testing.T) {
 	}
 }
 
-// onNode gives pod what the DaemonSet controller gives each of its pods: a
-// toleration of its own and node affinity to one node by name.
+// onNode gives pod what the DaemonSet controller adds to each of its pods:
+// the tolerations it adds to every DaemonSet pod (one of them here) and,
+// the part that differs from pod to pod, node affinity to one node by name.
 func onNode(pod *corev1.Pod, node string) *corev1.Pod {
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: "node.kubernetes.io/unschedulable",
 		Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})

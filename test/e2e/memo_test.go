@@ -93,9 +93,9 @@ func controllerPodsOnce(t *testing.T, attempt int) []memoCount {
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": stsApp}},
 		Template: template(stsApp),
 	}}
-	// The DaemonSet controller gives each pod affinity to its node by name
-	// and tolerations of its own; the template's nodeSelector picks the
-	// pool's nodes, and its toleration their taints.
+	// The DaemonSet controller adds the same tolerations to every pod, and
+	// to each affinity to its own node by name; the template's nodeSelector
+	// picks the pool's nodes, and its toleration their taints.
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dsApp}, Spec: appsv1.DaemonSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": dsApp}},
 		Template: template(dsApp),
