@@ -77,7 +77,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("gpuadmit mutates pods on CREATE only"), OutcomeAllowed
 	}
-	res, _, err := h.decide(ctx, req, pod, false)
+	res, err := h.decide(ctx, req, pod, false)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
 	}
@@ -85,19 +85,20 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 }
 
 // decide decides for pod, a pod being created or (template) a workload's pod
-// template, with the namespace and quota of the review.
-func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, template bool) (Result, string, error) {
+// template, with the namespace and quota of the review. Its callers answer
+// with response, which gives the outcome.
+func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, template bool) (Result, error) {
 	log := logf.FromContext(ctx)
 	ns, err := h.ns.Namespace(ctx, req.Namespace)
 	if err != nil {
 		log.Error(err, "read namespace", "namespace", req.Namespace)
-		return Result{}, OutcomeErrored, fmt.Errorf("read namespace %s: %w", req.Namespace, err)
+		return Result{}, fmt.Errorf("read namespace %s: %w", req.Namespace, err)
 	}
 	var rq *corev1.ResourceQuota
 	if h.opts.Quotas != nil {
 		if rq, err = h.opts.Quotas.Quota(ctx, req.Namespace); err != nil {
 			log.Error(err, "read quota", "namespace", req.Namespace)
-			return Result{}, OutcomeErrored, err
+			return Result{}, err
 		}
 	}
 	start := h.opts.Clock.Now()
@@ -105,13 +106,12 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1
 		DryRun: req.DryRun != nil && *req.DryRun, Template: template})
 	if err != nil {
 		log.Error(err, "decision failed", "pod", podRef(pod))
-		return Result{}, OutcomeErrored, err
+		return Result{}, err
 	}
-	outcome := outcomeOf(res)
 	if !template {
-		h.report(ctx, req, pod, res, outcome, h.opts.Clock.Since(start).Seconds())
+		h.report(ctx, req, pod, res, outcomeOf(res), h.opts.Clock.Since(start).Seconds())
 	}
-	return res, outcome, nil
+	return res, nil
 }
 
 // outcomeOf is the review outcome res answers with (the metrics' label).

@@ -81,7 +81,7 @@ func (h *JobHandler) handle(ctx context.Context, req admission.Request) (admissi
 		return admission.Allowed(fmt.Sprintf("the Job belongs to %s %s, which Kueue admitted as a whole; gpuadmit checks its pods when they are created", owner.Kind, owner.Name)), OutcomeAllowed
 	}
 	pod := TemplatePod(req.Namespace, job.Name, job.GenerateName, &job.Spec.Template)
-	res, outcome, err := h.pods.decide(ctx, req, pod, true)
+	res, err := h.pods.decide(ctx, req, pod, true)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
 	}
