@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -65,16 +64,8 @@ func jobReview(t *testing.T, j *batchv1.Job) (admission.Request, []byte) {
 // applied is the Job after the response's patch.
 func applied(t *testing.T, raw []byte, resp admission.Response) *batchv1.Job {
 	t.Helper()
-	p, err := jsonpatchapply.DecodePatch(resp.Patch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := p.Apply(raw)
-	if err != nil {
-		t.Fatalf("the patch does not apply to the Job: %v\n%s", err, resp.Patch)
-	}
 	j := &batchv1.Job{}
-	if err := json.Unmarshal(out, j); err != nil {
+	if err := json.Unmarshal(patched(t, raw, resp.Patch), j); err != nil {
 		t.Fatal(err)
 	}
 	return j

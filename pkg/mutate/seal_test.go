@@ -8,7 +8,6 @@ import (
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"github.com/google/go-cmp/cmp"
-	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -275,7 +274,7 @@ func TestHandlerReinvocationAfterANodeChange(t *testing.T) {
 				t.Fatalf("first call: allowed %v, %d patches, %v; want a mutation", resp.Allowed, len(patchOps(t, resp)), resp.Result)
 			}
 			again := req
-			again.Object.Raw = patched(t, req.Object.Raw, patchOps(t, resp))
+			again.Object.Raw = patched(t, req.Object.Raw, resp.Patch)
 			var admitted corev1.Pod
 			if err := json.Unmarshal(again.Object.Raw, &admitted); err != nil {
 				t.Fatal(err)
@@ -309,17 +308,16 @@ func withoutPool(nodes []corev1.Node, sel map[string]string) []corev1.Node {
 	return out
 }
 
-// patched applies an admission response's patch to a raw object.
-func patched(t *testing.T, raw []byte, ops []jsonpatch.JsonPatchOperation) []byte {
+// patched applies an admission response's patch (its Patch bytes) to a raw object.
+func patched(t *testing.T, raw, patch []byte) []byte {
 	t.Helper()
-	b, _ := json.Marshal(ops)
-	p, err := jsonpatchapply.DecodePatch(b)
+	p, err := jsonpatchapply.DecodePatch(patch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := p.Apply(raw)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the patch does not apply: %v\n%s", err, patch)
 	}
 	return out
 }
