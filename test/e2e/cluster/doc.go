@@ -2,8 +2,8 @@
 // end-to-end tests and dev cluster: etcd and kube-apiserver (through
 // controller-runtime's envtest), kube-scheduler, kube-controller-manager
 // (resourcequota, namespace, garbagecollector, serviceaccount-token,
-// serviceaccount, resourceclaim, replicaset, job and statefulset
-// controllers), kwok managing fake GPU nodes, and gpuadmit's
+// serviceaccount, resourceclaim, replicaset, job, statefulset and
+// daemonset controllers), kwok managing fake GPU nodes, and gpuadmit's
 // webhook, registered with the webhook configuration from deploy/base. The
 // webhook runs in process, or as its own cmd/webhook process when
 // Options.WebhookBinary names one (the admission benchmark measures it so).
