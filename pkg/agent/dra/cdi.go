@@ -39,6 +39,12 @@ func cdiEdits(visible string, limitMiB int64) cdispec.ContainerEdits {
 	}}
 }
 
+// cdiDevice is the CDI device named name that gives a container dev with
+// limitMiB of its memory.
+func cdiDevice(name string, dev device, limitMiB int64) cdispec.Device {
+	return cdispec.Device{Name: name, ContainerEdits: cdiEdits(dev.visible, limitMiB)}
+}
+
 // cdiPath is the claim's spec file: "gpuadmit.io-gpu_<claim uid>.json".
 func cdiPath(dir string, claim types.UID) string {
 	return filepath.Join(dir, strings.ReplaceAll(CDIKind, "/", "-")+"_"+string(claim)+".json")

@@ -40,6 +40,9 @@ type preparedDevice struct {
 	// Pool and Device name the device.
 	Pool   string `json:"pool"`
 	Device string `json:"device"`
+	// UUID is the GPU's (or MIG device's) UUID the device was when the
+	// claim was prepared; empty in checkpoints of agents before it was kept.
+	UUID string `json:"uuid,omitempty"`
 	// ShareID is the allocation's share of a shared device.
 	ShareID *types.UID `json:"shareID,omitempty"`
 	// MemoryMiB is what the claim counts against the device.

@@ -54,9 +54,17 @@
 // when another claim already has the whole device. Prepared claims are
 // recorded in <plugin data dir>/checkpoint.json (version 1: claims by UID,
 // each with its devices, request, share ID, MiB held, exclusivity and CDI
-// ID), written atomically, so preparing a claim again, also after the
-// agent restarted, returns what it returned before. Unpreparing removes
-// the CDI file and the entry; an unknown claim is unprepared already.
+// ID, and the GPU's UUID), written atomically, so preparing a claim again,
+// also after the agent restarted, returns what it returned before. Preparing
+// again also writes the claim's CDI spec again from the devices as
+// discovered now: after a reboot the kubelet prepares every claim again, the
+// checkpoint (under /var/lib/kubelet) survived and the specs (/var/run/cdi,
+// a tmpfs) did not. A device that is gone, or whose name is now another GPU,
+// fails the claim with its name. Unpreparing removes the CDI file and the
+// entry; an unknown claim is unprepared already. Claims deleted from the API
+// while the agent was down, whose Unprepare never came, are released when it
+// starts and at every resync (Driver.ReleaseDeleted: a claim that is not
+// found, or whose name now has another UID), as NVIDIA's DRA driver does.
 //
 // # Memory is not enforced
 //

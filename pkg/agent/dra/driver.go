@@ -2,13 +2,18 @@ package dra
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -133,6 +138,38 @@ func (d *Driver) unprepare(uid types.UID) error {
 	}
 	d.state = next
 	return nil
+}
+
+// ReleaseDeleted unprepares the checkpointed claims that are gone from the
+// API (not found, or the name now belongs to another claim): claims deleted
+// while the agent was down, whose Unprepare the kubelet could not deliver.
+// Without it their memory would stay taken on the GPU for good. A claim the
+// API cannot be asked about now stays for the next round. A claim in use
+// cannot be gone: the API server keeps an allocated, reserved claim until
+// its pods are.
+func (d *Driver) ReleaseDeleted(ctx context.Context, kube kubernetes.Interface) ([]types.UID, error) {
+	d.mu.Lock()
+	held := maps.Clone(d.state.Claims)
+	d.mu.Unlock()
+	var gone []types.UID
+	var errs []error
+	for uid, pc := range held {
+		c, err := kube.ResourceV1().ResourceClaims(pc.Namespace).Get(ctx, pc.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err), err == nil && c.UID != uid:
+			gone = append(gone, uid)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("read claim %s/%s: %w", pc.Namespace, pc.Name, err))
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, uid := range gone {
+		if err := d.unprepare(uid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return gone, errors.Join(errs...)
 }
 
 // HandleError logs background errors (publishing slices, the gRPC

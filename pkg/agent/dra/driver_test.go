@@ -1,14 +1,18 @@
 package dra
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -128,6 +132,66 @@ func TestPrepareIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestPrepareAfterRebootWritesCDIAgain is a node reboot: the kubelet
+// prepares its claims again, the checkpoint survived but the CDI specs
+// (a tmpfs) did not. Answering from the checkpoint alone would give the
+// runtime CDI IDs with no spec behind them, and the containers would never
+// start.
+func TestPrepareAfterRebootWritesCDIAgain(t *testing.T) {
+	k := newKubelet(t, node(t)...)
+	a, m := claim("a", alloc{"gpu-0", 10}), claim("m", alloc{"gpu-2-mig-3g-40gb-1", 0})
+	k.add(a, m)
+	first := k.prepare(a, m)
+	before := map[string]*cdispec.Spec{"a": readCDI(t, k, a), "m": readCDI(t, k, m)}
+	k.reboot()
+	if diff := cmp.Diff(first, k.prepare(a, m), protocmp.Transform()); diff != "" {
+		t.Errorf("prepared again after a reboot (-before +after):\n%s", diff)
+	}
+	after := map[string]*cdispec.Spec{"a": readCDI(t, k, a), "m": readCDI(t, k, m)}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("CDI specs after a reboot (-before +after):\n%s", diff)
+	}
+}
+
+// TestPrepareAfterRebootRefusesAGoneDevice: a claim's device that is not
+// there after the reboot fails the claim with its name, rather than
+// answering CDI IDs that nothing backs; so does a device name that is now
+// another GPU.
+func TestPrepareAfterRebootRefusesAGoneDevice(t *testing.T) {
+	gpus := node(t)
+	k := newKubelet(t, gpus...)
+	a, m := claim("a", alloc{"gpu-1", 10}), claim("m", alloc{"gpu-2-mig-3g-40gb-1", 0})
+	k.add(a, m)
+	k.prepare(a, m)
+
+	swapped := wholeGPU(model(t, "H100-80GB"), 1)
+	swapped.UUID = "GPU-99999999-0000-0000-0000-000000000000"
+	k.reboot(gpus[0], swapped, migGPU(model(t, "H100-80GB"), 2, "1g.10gb"))
+	got := k.prepare(a, m)
+	want := map[string]string{
+		"uid-a": "claim ns/a: device gpu-1 is now GPU-99999999-0000-0000-0000-000000000000, not the GPU-00000001-0000-0000-0000-000000000000 the claim was prepared on",
+		"uid-m": "claim ns/m: device gpu-2-mig-3g-40gb-1 it was prepared on is not published on this node now (gone or unhealthy), so its CDI spec cannot be written again",
+	}
+	if diff := cmp.Diff(want, map[string]string{"uid-a": got["uid-a"].Error, "uid-m": got["uid-m"].Error}); diff != "" {
+		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// TestPrepareBeforeDiscoveryKeepsTheSpec: an agent that restarted (no
+// reboot) and has not discovered its GPUs yet answers a claim whose spec is
+// still there from its checkpoint, as before.
+func TestPrepareBeforeDiscoveryKeepsTheSpec(t *testing.T) {
+	k := newKubelet(t, node(t)...)
+	a := claim("a", alloc{"gpu-0", 10})
+	k.add(a)
+	first := k.prepare(a)
+	k.gpus = []allocator.NodeGPU{}
+	k.restart()
+	if diff := cmp.Diff(first, k.prepare(a), protocmp.Transform()); diff != "" {
+		t.Errorf("prepared again before discovery (-before +after):\n%s", diff)
+	}
+}
+
 func TestPrepareRefuses(t *testing.T) {
 	tests := map[string]struct {
 		held, next *resourceapi.ResourceClaim
@@ -196,5 +260,53 @@ func TestUnprepare(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"uid-a": ""}, k.unprepare(a)); diff != "" {
 		t.Errorf("unpreparing twice (-want +got):\n%s", diff)
+	}
+}
+
+// TestReleaseDeleted: claims deleted while the agent was down (the kubelet
+// could not unprepare them) are released when it starts, and their memory
+// is free again; claims still in the API, and a claim whose name now
+// belongs to a new claim, are told apart by UID.
+func TestReleaseDeleted(t *testing.T) {
+	k := newKubelet(t, node(t)...)
+	kept, deleted, renamed := claim("kept", alloc{"gpu-0", 30}), claim("deleted", alloc{"gpu-0", 40}), claim("renamed", alloc{"gpu-1", 8})
+	k.add(kept, deleted, renamed)
+	k.prepare(kept, deleted, renamed)
+
+	k.helper.Stop() // the agent is down
+	ctx := context.Background()
+	for _, c := range []*resourceapi.ResourceClaim{deleted, renamed} {
+		if err := k.api.ResourceV1().ResourceClaims(c.Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := claim("renamed", alloc{"gpu-1", 8})
+	again.UID = "uid-renamed-again"
+	k.add(again)
+	k.start()
+
+	gone, err := k.driver.ReleaseDeleted(ctx, k.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(gone)
+	if diff := cmp.Diff([]types.UID{"uid-deleted", "uid-renamed"}, gone); diff != "" {
+		t.Errorf("released (-want +got):\n%s", diff)
+	}
+	if readCDI(t, k, deleted) != nil || readCDI(t, k, renamed) != nil {
+		t.Errorf("a released claim's CDI spec is still there")
+	}
+	if readCDI(t, k, kept) == nil {
+		t.Errorf("the kept claim's CDI spec is gone")
+	}
+	// 30 GiB still held of 79.6: 45 GiB fits only once the 40 GiB are free.
+	big := claim("big", alloc{"gpu-0", 45})
+	k.add(big)
+	if err := k.prepare(big)[string(big.UID)].Error; err != "" {
+		t.Errorf("45 GiB after the deleted 40 GiB claim was released: %s", err)
+	}
+	k.restart() // the checkpoint forgot them too
+	if gone, err := k.driver.ReleaseDeleted(ctx, k.api); err != nil || len(gone) != 0 {
+		t.Errorf("second round released %v, %v; want nothing", gone, err)
 	}
 }

@@ -32,6 +32,7 @@ type kubelet struct {
 	opts   DriverOptions
 	api    *fake.Clientset
 	helper *kubeletplugin.Helper
+	driver *Driver
 	client drapb.DRAPluginClient
 }
 
@@ -59,6 +60,7 @@ func (k *kubelet) start() {
 		k.t.Fatal(err)
 	}
 	d.SetGPUs(k.gpus, nil)
+	k.driver = d
 	k.helper, err = kubeletplugin.Start(context.Background(), d,
 		kubeletplugin.DriverName(DriverName), kubeletplugin.NodeName(testNode), kubeletplugin.KubeClient(k.api),
 		kubeletplugin.PluginDataDirectoryPath(k.opts.DataDir), kubeletplugin.RegistrationService(false),
@@ -77,6 +79,21 @@ func (k *kubelet) start() {
 // restart stops the driver and starts a new one on the same directories.
 func (k *kubelet) restart() {
 	k.helper.Stop()
+	k.start()
+}
+
+// reboot stops the driver, wipes the CDI directory as a reboot empties the
+// tmpfs it is on (the plugin data directory and its checkpoint stay), and
+// starts a new driver on gpus (nil keeps the node's GPUs).
+func (k *kubelet) reboot(gpus ...allocator.NodeGPU) {
+	k.t.Helper()
+	k.helper.Stop()
+	if err := os.RemoveAll(k.opts.CDIDir); err != nil {
+		k.t.Fatal(err)
+	}
+	if gpus != nil {
+		k.gpus = gpus
+	}
 	k.start()
 }
 

@@ -89,6 +89,13 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Know the devices before the kubelet can call: after a reboot it
+	// prepares its claims again at once, and their specs are rewritten
+	// from the devices.
+	if gpus, migUUIDs, err := n.gpus(); err == nil {
+		driver.SetGPUs(gpus, migUUIDs)
+	}
+	n.release(ctx, driver)
 	helper, err := kubeletplugin.Start(ctx, driver, n.pluginOptions()...)
 	if err != nil {
 		return fmt.Errorf("start DRA plugin: %w", err)
@@ -98,8 +105,20 @@ func (n *Node) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return n.publishLoop(ctx, driver, helper) })
 	g.Go(func() error { return agent.WatchHealth(ctx, n.nvml, n.opts.RecoverAfter, nil, n.setHealth) })
-	g.Go(func() error { return n.resyncLoop(ctx) })
+	g.Go(func() error { return n.resyncLoop(ctx, driver) })
 	return g.Wait()
+}
+
+// release frees what claims deleted while the agent was down still hold.
+func (n *Node) release(ctx context.Context, driver *Driver) {
+	log := logf.FromContext(ctx)
+	gone, err := driver.ReleaseDeleted(ctx, n.kube)
+	if err != nil {
+		log.Error(err, "Releasing deleted claims; trying again at the next resync")
+	}
+	if len(gone) > 0 {
+		log.Info("Released claims deleted from the API", "claims", gone)
+	}
 }
 
 func (n *Node) pluginOptions() []kubeletplugin.Option {
@@ -159,7 +178,7 @@ func (n *Node) gpus() ([]agent.GPU, map[InstanceKey]string, error) {
 	return gpus, uuids, nil
 }
 
-func (n *Node) resyncLoop(ctx context.Context) error {
+func (n *Node) resyncLoop(ctx context.Context, driver *Driver) error {
 	t := time.NewTicker(n.opts.Resync)
 	defer t.Stop()
 	for {
@@ -168,6 +187,7 @@ func (n *Node) resyncLoop(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			n.markDirty()
+			n.release(ctx, driver)
 		}
 	}
 }

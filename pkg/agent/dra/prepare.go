@@ -3,18 +3,24 @@ package dra
 import (
 	"fmt"
 	"maps"
+	"os"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
 // prepare prepares one claim: the checkpointed answer when it was prepared
-// before, else a CDI device per allocated device of this driver, checked
-// against what is already prepared on each device. d.mu is held.
+// before, its CDI spec written again, else a CDI device per allocated device
+// of this driver, checked against what is already prepared on each device.
+// d.mu is held.
 func (d *Driver) prepare(c *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
 	if done, ok := d.state.Claims[c.UID]; ok {
+		if err := d.rewriteCDI(c.UID, done); err != nil {
+			return nil, fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
+		}
 		return done.result(), nil
 	}
 	pc, specs, err := d.plan(c)
@@ -62,16 +68,43 @@ func (d *Driver) plan(c *resourceapi.ResourceClaim) (preparedClaim, []cdispec.De
 		name := cdiName(c.UID, r.Request, r.Device)
 		pd.CDIDeviceID = cdiID(name)
 		pc.Devices = append(pc.Devices, pd)
-		specs = append(specs, cdispec.Device{Name: name, ContainerEdits: cdiEdits(dev.visible, pd.MemoryMiB)})
+		specs = append(specs, cdiDevice(name, dev, pd.MemoryMiB))
 	}
 	return pc, specs, nil
+}
+
+// rewriteCDI writes a prepared claim's CDI spec again from its checkpoint
+// entry. The kubelet prepares again what it prepared before a restart, and
+// after a reboot the spec is gone (the CDI directory is a tmpfs) while the
+// checkpoint is not: answering from the checkpoint alone would hand the
+// runtime CDI IDs with nothing behind them. The spec is written from the
+// devices as discovered now, so device nodes and an upgraded agent's edits
+// are current. A device that is not published now fails the claim, unless
+// its spec is still there (the agent restarted and has not discovered yet),
+// and so does one that is now another GPU than the one the claim was given.
+func (d *Driver) rewriteCDI(uid types.UID, pc preparedClaim) error {
+	specs := make([]cdispec.Device, 0, len(pc.Devices))
+	for _, pd := range pc.Devices {
+		dev, ok := d.devices[pd.Device]
+		if !ok {
+			if _, err := os.Stat(cdiPath(d.opts.CDIDir, uid)); err == nil {
+				return nil
+			}
+			return fmt.Errorf("device %s it was prepared on is not published on this node now (gone or unhealthy), so its CDI spec cannot be written again", pd.Device)
+		}
+		if pd.UUID != "" && dev.visible != pd.UUID {
+			return fmt.Errorf("device %s is now %s, not the %s the claim was prepared on", pd.Device, dev.visible, pd.UUID)
+		}
+		specs = append(specs, cdiDevice(strings.TrimPrefix(pd.CDIDeviceID, CDIKind+"="), dev, pd.MemoryMiB))
+	}
+	return writeCDI(d.opts.CDIDir, uid, specs)
 }
 
 // take is what the claim's result holds of dev: the consumed memory of a
 // share, or the whole device when the claim asked for no memory (a whole
 // GPU), the device is not shared (MIG) or the allocation says nothing.
 func (d *Driver) take(c *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult, dev device) preparedDevice {
-	pd := preparedDevice{Request: r.Request, Pool: r.Pool, Device: r.Device, ShareID: r.ShareID, MemoryMiB: dev.memoryMiB, Exclusive: true}
+	pd := preparedDevice{Request: r.Request, Pool: r.Pool, Device: r.Device, UUID: dev.visible, ShareID: r.ShareID, MemoryMiB: dev.memoryMiB, Exclusive: true}
 	consumed, ok := r.ConsumedCapacity[CapacityMemory]
 	if dev.shared && ok && asksMemory(c, r.Request) {
 		pd.MemoryMiB, pd.Exclusive = (consumed.Value()+1<<20-1)>>20, false
