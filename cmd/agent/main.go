@@ -1,11 +1,14 @@
 // Command agent is gpuadmit's node agent (image entrypoint /gpuadmit-agent,
 // a DaemonSet on GPU nodes): flags become options, then agent.Run (a device
-// plugin, --mode=device-plugin) or dra.Run (a DRA driver, --mode=dra).
+// plugin, --mode=device-plugin), dra.Run (a DRA driver, --mode=dra) or
+// agent.RunMPSControl (the node's CUDA MPS control daemon with its limits,
+// --mode=mps-control, which needs no API server).
 // With --discover it prints what NVML reports and what it would publish,
 // and changes nothing.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -21,7 +24,8 @@ import (
 func main() {
 	var o agent.Options
 	var d dra.Options
-	mode := flag.String("mode", "device-plugin", "device-plugin, dra (a DRA driver, "+dra.DriverName+") or publish (GPUs and accounting only)")
+	var m agent.MPSControl
+	mode := flag.String("mode", "device-plugin", "device-plugin, dra (a DRA driver, "+dra.DriverName+"), publish (GPUs and accounting only) or mps-control (the MPS control daemon, each GPU's limit one share)")
 	discover := flag.Bool("discover", false, "print the GPUs found and what would be published, change nothing, exit")
 	output := flag.String("output", "yaml", "--discover output: yaml or json")
 	flag.StringVar(&o.NodeName, "node-name", os.Getenv("NODE_NAME"), "the Node to publish on (default $NODE_NAME)")
@@ -30,6 +34,7 @@ func main() {
 		"devices every GPU without MIG offers, each one share: the smallest such GPU's memory / N, the same on every GPU of the node")
 	flag.BoolVar(&o.MPS, "mps", false, "make containers clients of the node's CUDA MPS control daemon, their memory enforced by it")
 	flag.StringVar(&o.MPSRoot, "mps-root", agent.DefaultMPSRoot, "the MPS control daemon's host directory (pipe/, log/, shm/)")
+	flag.StringVar(&m.Binary, "mps-control-binary", "nvidia-cuda-mps-control", "--mode=mps-control: the daemon's binary")
 	flag.StringVar(&o.PluginDir, "device-plugin-dir", agent.DefaultPluginDir, "the kubelet's device-plugin directory")
 	flag.DurationVar(&o.Resync, "resync", 0, "how often GPUs are rediscovered and the Node written again (default 1m)")
 	flag.DurationVar(&o.RecoverAfter, "recover-after", 0, "quiet time after a critical XID before a GPU is healthy again (default 5m)")
@@ -47,26 +52,30 @@ func main() {
 	}
 	log := zap.New(zap.UseFlagOptions(&zopts))
 	ctrl.SetLogger(log)
-	cfg, err := config.GetConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
-		os.Exit(1)
-	}
 	ctx := ctrl.LoggerInto(ctrl.SetupSignalHandler(), log)
-	switch *mode {
-	case "device-plugin", "publish":
-		o.PublishOnly = *mode == "publish"
-		err = agent.Run(ctx, cfg, o)
-	case "dra":
-		d.NodeName, d.Resync, d.RecoverAfter = o.NodeName, o.Resync, o.RecoverAfter
-		err = dra.Run(ctx, cfg, d)
-	default:
-		err = fmt.Errorf("--mode %q: want device-plugin, dra or publish", *mode)
-	}
-	if err != nil {
+	if err := run(ctx, *mode, o, d, m); err != nil {
 		log.Error(err, "agent stopped")
 		os.Exit(1)
 	}
+}
+
+func run(ctx context.Context, mode string, o agent.Options, d dra.Options, m agent.MPSControl) error {
+	if mode == "mps-control" {
+		return agent.RunMPSControl(ctx, o, m)
+	}
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	switch mode {
+	case "device-plugin", "publish":
+		o.PublishOnly = mode == "publish"
+		return agent.Run(ctx, cfg, o)
+	case "dra":
+		d.NodeName, d.Resync, d.RecoverAfter = o.NodeName, o.Resync, o.RecoverAfter
+		return dra.Run(ctx, cfg, d)
+	}
+	return fmt.Errorf("--mode %q: want device-plugin, dra, publish or mps-control", mode)
 }
 
 func printDiscovery(o agent.Options, format string) int {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,6 +30,12 @@ func TestMPSComponent(t *testing.T) {
 		t.Fatalf("DaemonSets %v: want the agent and the MPS control daemon", slices.Collect(maps.Keys(byName)))
 	}
 	checkFlags(t, a)
+	if got, want := argValue(d.Spec.Template.Spec.Containers[0].Args, "--shares-per-gpu"), argValue(a.Spec.Template.Spec.Containers[0].Args, "--shares-per-gpu"); got != want || got == "" {
+		t.Errorf("daemon --shares-per-gpu%s, agent's %s: the daemon's limit must be the agent's share", got, want)
+	}
+	if got := onHost(hostPaths(a.Spec.Template.Spec, a.Spec.Template.Spec.Containers[0]), agent.DefaultMPSRoot+"/"+agent.MPSLimitsFile); got != agent.DefaultMPSRoot+"/"+agent.MPSLimitsFile {
+		t.Errorf("the agent reads the daemon's limits at host %q, want %s", got, agent.DefaultMPSRoot+"/"+agent.MPSLimitsFile)
+	}
 	args := a.Spec.Template.Spec.Containers[0].Args
 	if !slices.Contains(args, "--mps") || !slices.Contains(args, "--mps-root="+agent.DefaultMPSRoot) {
 		t.Errorf("agent args %v: want --mps and --mps-root=%s", args, agent.DefaultMPSRoot)
@@ -48,8 +55,11 @@ func TestMPSComponent(t *testing.T) {
 func checkDaemon(t *testing.T, spec corev1.PodSpec) {
 	t.Helper()
 	c := spec.Containers[0]
-	if !cmp.Equal([]string{"nvidia-cuda-mps-control", "-f"}, c.Command) {
-		t.Errorf("daemon command %v, want nvidia-cuda-mps-control -f", c.Command)
+	if !slices.Contains(c.Args, "--mode=mps-control") || !strings.HasPrefix(c.Image, "ghcr.io/gpuadmit/gpuadmit-agent:") {
+		t.Errorf("daemon %s %v, want the agent's image in --mode=mps-control", c.Image, c.Args)
+	}
+	if got := onHost(hostPaths(spec, c), strings.TrimPrefix(argValue(c.Args, "--mps-root"), "=")); got != agent.DefaultMPSRoot {
+		t.Errorf("daemon --mps-root is host %q, want %q", got, agent.DefaultMPSRoot)
 	}
 	host := hostPaths(spec, c)
 	env := map[string]string{}
@@ -72,6 +82,16 @@ func checkDaemon(t *testing.T, spec corev1.PodSpec) {
 	if m := init.VolumeMounts[0]; m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional {
 		t.Errorf("init container %s mounts %+v; the tmpfs must propagate to the host", init.Name, m)
 	}
+}
+
+// argValue is what follows flag in args ("=4" for --shares-per-gpu=4).
+func argValue(args []string, flag string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag); ok && strings.HasPrefix(v, "=") {
+			return v
+		}
+	}
+	return ""
 }
 
 // hostPaths maps a container's mount paths to the host paths behind them.

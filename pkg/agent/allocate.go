@@ -15,9 +15,6 @@ const (
 	// EnvMemoryLimitMiB tells the workload (and any in-container enforcer)
 	// how much of the GPU's memory it was given.
 	EnvMemoryLimitMiB = "GPUADMIT_MEMORY_LIMIT_MIB"
-	// EnvMPSMemoryLimit makes the CUDA MPS server enforce the limit: the
-	// client's pinned device memory, per device ordinal the client sees.
-	EnvMPSMemoryLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 	// EnvMPSPipeDirectory is where an MPS client finds the control daemon's pipes.
 	EnvMPSPipeDirectory = "CUDA_MPS_PIPE_DIRECTORY"
 )
@@ -77,17 +74,17 @@ func (a allocation) response(unitMiB int64, mpsRoot string) *pluginapi.Container
 		EnvMemoryLimitMiB: strconv.FormatInt(mib, 10),
 	}}
 	if mpsRoot != "" {
-		mpsClient(r, mpsRoot, mib)
+		mpsClient(r, mpsRoot)
 	}
 	return r
 }
 
 // mpsClient points a container at the MPS control daemon whose directories
-// are under root on the host, and limits its pinned device memory to mib.
-// The container sees its one GPU (NVIDIA_VISIBLE_DEVICES) as ordinal 0.
-func mpsClient(r *pluginapi.ContainerAllocateResponse, root string, mib int64) {
+// are under root on the host. Its memory limit is not the container's to
+// set: the daemon holds every client of the GPU to one share (RunMPS), and
+// a variable in the container could only lower that.
+func mpsClient(r *pluginapi.ContainerAllocateResponse, root string) {
 	r.Envs[EnvMPSPipeDirectory] = MPSContainerPipeDir
-	r.Envs[EnvMPSMemoryLimit] = fmt.Sprintf("0=%dM", mib)
 	r.Mounts = append(r.Mounts,
 		&pluginapi.Mount{ContainerPath: MPSContainerPipeDir, HostPath: MPSPipeDir(root)},
 		&pluginapi.Mount{ContainerPath: MPSContainerShmDir, HostPath: MPSShmDir(root)},

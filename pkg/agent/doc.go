@@ -57,14 +57,24 @@
 // # MPS
 //
 // Nothing in a container holds it to its share unless the node runs CUDA's
-// Multi-Process Service. With MPS (--mps, and the control daemon of
-// deploy/agent/mps on the node) Allocate makes each container an MPS client
-// the way NVIDIA's device plugin does: it mounts the daemon's pipe directory
-// (CUDA_MPS_PIPE_DIRECTORY) and its shared memory (/dev/shm) from the MPS
-// root on the host, and sets CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=<MiB>M, the
-// container's shares on ordinal 0, the one GPU it sees. Unlike NVIDIA's,
-// which sets one default limit per GPU on the daemon, the limit is per
-// container, since a container may hold several shares.
+// Multi-Process Service. With MPS (--mps, and deploy/agent/mps on the node)
+// the agent's image runs a second time, as the node's MPS control daemon
+// (--mode=mps-control, RunMPS): it starts nvidia-cuda-mps-control and sets,
+// as NVIDIA's device plugin does, each GPU's default pinned device memory
+// limit on the daemon to one share (set_default_device_pinned_mem_limit
+// <GPU UUID> <MiB>M, read back to check), then records the limits in
+// <mps root>/limits.json. Allocate makes each container an MPS client: it
+// mounts the daemon's pipe directory (CUDA_MPS_PIPE_DIRECTORY) and its
+// shared memory (/dev/shm) from the MPS root on the host. The limit is the
+// daemon's, out of the container's reach: a container that sets
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT itself can only lower it. It holds each
+// client process, not each container, to one share: a container that runs
+// two CUDA processes may use two shares' worth. Since the daemon's limit is
+// one share, Allocate refuses a container of several shares under MPS, and
+// one on a GPU whose limit limits.json does not show at the plugin's share
+// size (the daemon is not running, or was started with another
+// --shares-per-gpu): the kubelet then fails that pod rather than run it
+// unlimited.
 //
 // The plugin re-registers when the kubelet restarts (its socket is created
 // again), and reports a GPU's devices unhealthy after a critical XID or when

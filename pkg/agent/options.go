@@ -39,10 +39,11 @@ type Options struct {
 	// by SharesPerGPU, rounded down; zero means 4.
 	SharesPerGPU int64
 	// MPS makes every container a client of the node's CUDA MPS control
-	// daemon (deploy/agent/mps runs it), as NVIDIA's device plugin does: its
-	// pipe directory and shared memory mounted, CUDA_MPS_PIPE_DIRECTORY set,
-	// and its memory enforced by CUDA_MPS_PINNED_DEVICE_MEM_LIMIT. False
-	// sets only GPUADMIT_MEMORY_LIMIT_MIB, which nothing enforces.
+	// daemon (deploy/agent/mps runs it, --mode=mps-control), as NVIDIA's
+	// device plugin does: its pipe directory and shared memory mounted,
+	// CUDA_MPS_PIPE_DIRECTORY set, its memory held to one share per client
+	// process by the daemon. False sets only GPUADMIT_MEMORY_LIMIT_MIB,
+	// which nothing enforces.
 	MPS bool
 	// MPSRoot is the MPS control daemon's host directory: pipes in pipe/,
 	// logs in log/, its shared-memory tmpfs in shm/ (NVIDIA's layout). Empty

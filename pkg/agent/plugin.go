@@ -72,12 +72,17 @@ func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.Pref
 }
 
 // Allocate gives each container the GPU its device IDs name and its memory
-// limit. It looks up no pod and takes no lock: the IDs say everything.
+// limit. It looks up no pod and takes no lock: the IDs say everything. Under
+// MPS it refuses a container the control daemon would not hold to its share
+// (checkMPS).
 func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	s := p.devices.load()
 	resp := &pluginapi.AllocateResponse{}
 	for _, cr := range req.GetContainerRequests() {
 		a, err := allocationOf(s, cr.GetDevicesIds())
+		if err == nil && p.mpsRoot != "" {
+			err = checkMPS(p.mpsRoot, a, s.unitMiB)
+		}
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "allocate: %v", err)
 		}

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,26 +135,29 @@ func TestAllocateManyContainers(t *testing.T) {
 	}
 }
 
-// TestAllocateResponse is what a container of two shares of a 4-way H100
-// gets, without MPS and as an MPS client: the pipe directory and the
-// daemon's shared memory mounted where NVIDIA's device plugin mounts them,
-// and its memory limit on ordinal 0, the one GPU it sees.
+// TestAllocateResponse is what a container of a 4-way H100 gets, without
+// MPS (two shares) and as an MPS client (one share): the pipe directory and
+// the daemon's shared memory mounted where NVIDIA's device plugin mounts
+// them, and no memory limit of its own to raise, since the daemon holds it.
 func TestAllocateResponse(t *testing.T) {
 	const unit = 81559 / 4
-	plain := map[string]string{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit)}
+	root := mpsRoot(t, MPSLimits{"GPU-h100-0": unit})
 	tests := map[string]struct {
 		mpsRoot string
+		ids     []string
 		want    *pluginapi.ContainerAllocateResponse
 	}{
-		"without MPS": {want: &pluginapi.ContainerAllocateResponse{Envs: plain}},
-		"with MPS": {mpsRoot: "/run/gpuadmit/mps", want: &pluginapi.ContainerAllocateResponse{
+		"without MPS": {ids: []string{"GPU-h100-0::1", "GPU-h100-0::3"}, want: &pluginapi.ContainerAllocateResponse{
+			Envs: map[string]string{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit)},
+		}},
+		"with MPS": {mpsRoot: root, ids: []string{"GPU-h100-0::3"}, want: &pluginapi.ContainerAllocateResponse{
 			Envs: map[string]string{
-				EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit),
-				"CUDA_MPS_PIPE_DIRECTORY": "/mps/pipe", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": fmt.Sprintf("0=%dM", 2*unit),
+				EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(unit),
+				"CUDA_MPS_PIPE_DIRECTORY": "/mps/pipe",
 			},
 			Mounts: []*pluginapi.Mount{
-				{ContainerPath: "/mps/pipe", HostPath: "/run/gpuadmit/mps/pipe"},
-				{ContainerPath: "/dev/shm", HostPath: "/run/gpuadmit/mps/shm"},
+				{ContainerPath: "/mps/pipe", HostPath: root + "/pipe"},
+				{ContainerPath: "/dev/shm", HostPath: root + "/shm"},
 			},
 		}},
 	}
@@ -160,7 +166,7 @@ func TestAllocateResponse(t *testing.T) {
 			p := newPlugin(4, tc.mpsRoot)
 			p.SetGPUs([]GPU{{UUID: "GPU-h100-0", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true}})
 			resp, err := p.Allocate(context.Background(), &pluginapi.AllocateRequest{
-				ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: []string{"GPU-h100-0::1", "GPU-h100-0::3"}}},
+				ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: tc.ids}},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -172,12 +178,62 @@ func TestAllocateResponse(t *testing.T) {
 	}
 }
 
-// TestAgentMPSOption: --mps points containers at --mps-root (by default
-// /run/gpuadmit/mps), through the whole agent and the kubelet's gRPC.
+// TestAllocateUnderMPSRefuses: under MPS a container is served only where
+// the control daemon holds its GPU to the plugin's share size, and with one
+// share, the most the daemon's per-client limit gives.
+func TestAllocateUnderMPSRefuses(t *testing.T) {
+	const unit = 81559 / 4
+	tests := map[string]struct {
+		limits  MPSLimits // nil writes no file
+		ids     []string
+		wantErr string
+	}{
+		"no daemon limits yet": {ids: []string{"GPU-h100-0::0"},
+			wantErr: "the MPS control daemon does not hold GPU GPU-h100-0 to 20389 MiB per client (its limits: map[])"},
+		"a limit of another size": {limits: MPSLimits{"GPU-h100-0": 2 * unit}, ids: []string{"GPU-h100-0::0"},
+			wantErr: "the MPS control daemon does not hold GPU GPU-h100-0 to 20389 MiB per client (its limits: map[GPU-h100-0:40778])"},
+		"two shares": {limits: MPSLimits{"GPU-h100-0": unit}, ids: []string{"GPU-h100-0::0", "GPU-h100-0::1"},
+			wantErr: "2 shares in one container: under MPS the control daemon holds every client to one share (20389 MiB), so a container takes exactly one"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			if tc.limits != nil {
+				root = mpsRoot(t, tc.limits)
+			}
+			p := newPlugin(4, root)
+			p.SetGPUs([]GPU{{UUID: "GPU-h100-0", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true}})
+			_, err := p.Allocate(context.Background(), &pluginapi.AllocateRequest{
+				ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: tc.ids}},
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Allocate error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// mpsRoot is an MPS root whose daemon holds the GPUs to limits.
+func mpsRoot(t *testing.T, limits MPSLimits) string {
+	t.Helper()
+	root := t.TempDir()
+	b, err := json.Marshal(limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, MPSLimitsFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestAgentMPSOption: --mps points containers at --mps-root, through the
+// whole agent and the kubelet's gRPC.
 func TestAgentMPSOption(t *testing.T) {
 	h := newHarness(t, 1)
 	o := h.options()
 	o.MPS = true
+	o.MPSRoot = mpsRoot(t, MPSLimits{h.gpus[0].uuid: testUnitMiB})
 	a := New(h.nvml, h.nodes, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -188,8 +244,8 @@ func TestAgentMPSOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.resp.Mounts; len(got) != 2 || got[0].HostPath != DefaultMPSRoot+"/pipe" {
-		t.Errorf("mounts %v: want the pipe directory under %s first, then the shared memory", got, DefaultMPSRoot)
+	if got := c.resp.Mounts; len(got) != 2 || got[0].HostPath != o.MPSRoot+"/pipe" {
+		t.Errorf("mounts %v: want the pipe directory under %s first, then the shared memory", got, o.MPSRoot)
 	}
 }
 

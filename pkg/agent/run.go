@@ -36,6 +36,21 @@ func DiscoverNode(o Options) (Report, error) {
 	return Discover(lib, o)
 }
 
+// RunMPSControl is --mode=mps-control on a real node: RunMPS for the GPUs
+// the driver's NVML finds, each held to one share of the device plugin's
+// size (o.SharesPerGPU, which must be the plugin's).
+func RunMPSControl(ctx context.Context, o Options, c MPSControl) error {
+	o.defaults()
+	r, err := DiscoverNode(o)
+	if err != nil {
+		return err
+	}
+	if c.Root == "" {
+		c.Root = o.MPSRoot
+	}
+	return RunMPS(ctx, c, r.GPUs, o.SharesPerGPU)
+}
+
 // openNVML loads and initializes the driver's NVML.
 func openNVML() (nvml.Interface, func(), error) {
 	lib := nvml.New()
