@@ -133,3 +133,14 @@ func (cp checkpoint) usage() map[string]usage {
 func (u usage) add(d preparedDevice) usage {
 	return usage{mib: u.mib + d.MemoryMiB, claims: u.claims + 1, exclusive: u.exclusive || d.Exclusive}
 }
+
+// heldDevices is the memory the prepared claims hold, by device name.
+func (cp checkpoint) heldDevices() map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range cp.Claims {
+		for _, d := range c.Devices {
+			out[d.Device] += d.MemoryMiB
+		}
+	}
+	return out
+}

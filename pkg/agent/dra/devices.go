@@ -98,26 +98,72 @@ func Devices(gpus []allocator.NodeGPU, o DeviceOptions) []resourceapi.Device {
 	return out
 }
 
-// devices builds one device per healthy GPU without MIG and one per MIG
-// instance of a healthy GPU with MIG on. Unhealthy GPUs are left out, not
-// tainted: their memory also leaves the accounting capacity, and a device
-// that is not published cannot be allocated.
+// Taint keys of the driver's devices, both NoExecute: the scheduler
+// allocates neither, and the controller-manager's device-taint eviction
+// controller evicts the pods of claims allocated on them, so such a pod is
+// replaced by its owner rather than wait for ever on a Prepare that cannot
+// succeed.
+const (
+	// TaintUnhealthy marks a GPU (every MIG instance of it) the health
+	// watcher or discovery holds unhealthy: lost, or after a critical XID.
+	TaintUnhealthy = DriverName + "/unhealthy"
+	// TaintGone marks a device that is no longer there (a MIG instance
+	// deleted, a GPU gone) but that prepared claims still hold.
+	TaintGone = DriverName + "/gone"
+)
+
+// devices builds one device per GPU without MIG and one per MIG instance
+// of a GPU with MIG on. An unhealthy GPU's devices are published tainted
+// (TaintUnhealthy) while its memory is known; one whose memory discovery
+// could not read has nothing to publish.
 func devices(gpus []allocator.NodeGPU, o DeviceOptions) []device {
 	var out []device
 	for _, g := range gpus {
-		if !g.Healthy {
+		if !g.Healthy && g.MemoryMiB == 0 {
 			continue
 		}
+		first := len(out)
 		if g.Shares() {
 			out = append(out, gpuDevice(g, o.unitMiB()))
-			continue
+		} else {
+			for _, in := range g.Instances {
+				out = append(out, migDevice(g, in, o.MIGUUIDs[InstanceKey{GPU: g.UUID, GI: in.ID}]))
+			}
 		}
-		for _, in := range g.Instances {
-			out = append(out, migDevice(g, in, o.MIGUUIDs[InstanceKey{GPU: g.UUID, GI: in.ID}]))
+		if !g.Healthy {
+			for i := first; i < len(out); i++ {
+				out[i].taint(TaintUnhealthy)
+			}
 		}
 	}
 	order(out)
 	return out
+}
+
+// taint marks the device NoExecute under key.
+func (d *device) taint(key string) {
+	d.api.Taints = append(d.api.Taints, resourceapi.DeviceTaint{Key: key, Effect: resourceapi.DeviceTaintEffectNoExecute})
+}
+
+// tainted is the key of the device's first taint, empty for none.
+func (d device) tainted() string {
+	if len(d.api.Taints) == 0 {
+		return ""
+	}
+	return d.api.Taints[0].Key
+}
+
+// goneDevice is what stays published of a device that prepared claims
+// hold but that is no longer there: its name, its memory as prepared, and
+// TaintGone, so that the pods of those claims are evicted.
+func goneDevice(name string, memoryMiB int64) device {
+	d := device{memoryMiB: memoryMiB, gpuIndex: -1, start: -1}
+	d.api = resourceapi.Device{
+		Name:     name,
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{CapacityMemory: {Value: mib(memoryMiB)}},
+	}
+	d.taint(TaintGone)
+	return d
 }
 
 // order sorts devices smallest memory first, then by GPU index, then by MIG

@@ -112,9 +112,9 @@ func TestDeviceOrder(t *testing.T) {
 				"gpu-0-mig-3g-40gb-1", "gpu-1-mig-4g-40gb-2", "gpu-2",
 			},
 		},
-		"unhealthy GPUs and their MIG instances are not published": {
+		"unhealthy GPUs and their MIG instances are published (tainted), in order": {
 			gpus: []allocator.NodeGPU{broken, brokenMIG, wholeGPU(a100, 0)},
-			want: []string{"gpu-0"},
+			want: []string{"gpu-0", "gpu-4", "gpu-5-mig-7g-80gb-1"},
 		},
 		"MIG on without instances: nothing": {
 			gpus: []allocator.NodeGPU{migGPU(h100, 0)},

@@ -26,9 +26,15 @@
 // and parentUUID. A DeviceClass selects with
 // device.attributes["gpu.gpuadmit.io"].profile == "3g.40gb".
 //
-// Unhealthy GPUs are not published (rather than tainted): the accounting
-// capacity drops their memory too, and claims already prepared on them keep
-// their CDI files.
+// An unhealthy GPU's devices are published with the NoExecute device taint
+// gpu.gpuadmit.io/unhealthy (while its memory is known), and a device that
+// prepared claims hold but that is gone (a MIG instance deleted under its
+// claim) stays published with gpu.gpuadmit.io/gone: the scheduler allocates
+// neither, Prepare refuses both with the taint's name, and the
+// controller-manager's device-taint eviction controller (DRADeviceTaints,
+// GA in 1.37) evicts the pods of their claims, so such a pod is replaced by
+// its owner instead of waiting for ever on a Prepare that cannot succeed.
+// The accounting capacity drops an unhealthy GPU's memory.
 //
 // Devices are ordered smallest memory first, then by GPU index, then by MIG
 // placement. The scheduler's structured allocator tries a pool's slices by

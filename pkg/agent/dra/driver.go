@@ -80,7 +80,10 @@ func NewDriver(o DriverOptions) (*Driver, error) {
 }
 
 // SetGPUs takes a discovery and the MIG device UUIDs (nil keeps those of
-// the options) and returns the devices to publish.
+// the options) and returns the devices to publish: the GPUs' devices, and
+// for every device that prepared claims hold but that is gone, a device
+// tainted TaintGone, so that their pods are evicted rather than left on
+// nothing.
 func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]string) []resourceapi.Device {
 	o := d.opts.Devices
 	if migUUIDs != nil {
@@ -88,14 +91,23 @@ func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]stri
 	}
 	devs := devices(gpus, o)
 	byName := make(map[string]device, len(devs))
-	out := make([]resourceapi.Device, len(devs))
-	for i, dev := range devs {
+	for _, dev := range devs {
 		byName[dev.api.Name] = dev
-		out[i] = dev.api
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for name, mib := range d.state.heldDevices() {
+		if _, ok := byName[name]; !ok {
+			dev := goneDevice(name, mib)
+			byName[name] = dev
+			devs = append(devs, dev)
+		}
+	}
 	d.devices = byName
+	out := make([]resourceapi.Device, len(devs))
+	for i, dev := range devs {
+		out[i] = dev.api
+	}
 	return out
 }
 

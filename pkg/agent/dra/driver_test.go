@@ -170,7 +170,7 @@ func TestPrepareAfterRebootRefusesAGoneDevice(t *testing.T) {
 	got := k.prepare(a, m)
 	want := map[string]string{
 		"uid-a": "claim ns/a: device gpu-1 is now GPU-99999999-0000-0000-0000-000000000000, not the GPU-00000001-0000-0000-0000-000000000000 the claim was prepared on",
-		"uid-m": "claim ns/m: device gpu-2-mig-3g-40gb-1 it was prepared on is not published on this node now (gone or unhealthy), so its CDI spec cannot be written again",
+		"uid-m": "claim ns/m: device gpu-2-mig-3g-40gb-1 it was prepared on is tainted gpu.gpuadmit.io/gone: the pod is to be evicted",
 	}
 	if diff := cmp.Diff(want, map[string]string{"uid-a": got["uid-a"].Error, "uid-m": got["uid-m"].Error}); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
@@ -185,7 +185,7 @@ func TestPrepareBeforeDiscoveryKeepsTheSpec(t *testing.T) {
 	a := claim("a", alloc{"gpu-0", 10})
 	k.add(a)
 	first := k.prepare(a)
-	k.gpus = []allocator.NodeGPU{}
+	k.gpus = nil // not discovered yet
 	k.restart()
 	if diff := cmp.Diff(first, k.prepare(a), protocmp.Transform()); diff != "" {
 		t.Errorf("prepared again before discovery (-before +after):\n%s", diff)
@@ -308,5 +308,40 @@ func TestReleaseDeleted(t *testing.T) {
 	k.restart() // the checkpoint forgot them too
 	if gone, err := k.driver.ReleaseDeleted(ctx, k.api); err != nil || len(gone) != 0 {
 		t.Errorf("second round released %v, %v; want nothing", gone, err)
+	}
+}
+
+// TestTaints: an unhealthy GPU's devices are published NoExecute-tainted,
+// and so is a device that prepared claims hold but that is gone (a MIG
+// instance deleted under its claim), so the device-taint eviction
+// controller evicts their pods; preparing a new claim on either is refused.
+// A gone device no claim holds is not published.
+func TestTaints(t *testing.T) {
+	h100 := model(t, "H100-80GB")
+	sick := wholeGPU(h100, 1)
+	sick.Healthy = false
+	k := newKubelet(t, node(t)...)
+	held, free := claim("held", alloc{"gpu-2-mig-3g-40gb-1", 0}), claim("free", alloc{"gpu-2-mig-1g-10gb-2", 0})
+	k.add(held, free)
+	k.prepare(held)
+
+	// GPU 1 turns unhealthy; both MIG instances of GPU 2 are deleted.
+	got := map[string][]resourceapi.DeviceTaint{}
+	for _, d := range k.driver.SetGPUs([]allocator.NodeGPU{wholeGPU(h100, 0), sick, migGPU(h100, 2)}, nil) {
+		got[d.Name] = d.Taints
+	}
+	noExecute := func(key string) []resourceapi.DeviceTaint {
+		return []resourceapi.DeviceTaint{{Key: key, Effect: resourceapi.DeviceTaintEffectNoExecute}}
+	}
+	want := map[string][]resourceapi.DeviceTaint{
+		"gpu-0": nil, "gpu-1": noExecute(TaintUnhealthy), "gpu-2-mig-3g-40gb-1": noExecute(TaintGone),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("published taints (-want +got):\n%s", diff)
+	}
+	onSick := claim("on-sick", alloc{"gpu-1", 8})
+	k.add(onSick)
+	if err := k.prepare(onSick)[string(onSick.UID)].Error; !strings.Contains(err, "device gpu-1 is tainted gpu.gpuadmit.io/unhealthy") {
+		t.Errorf("preparing on an unhealthy GPU: %q, want a refusal naming the taint", err)
 	}
 }

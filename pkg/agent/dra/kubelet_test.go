@@ -59,7 +59,9 @@ func (k *kubelet) start() {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	d.SetGPUs(k.gpus, nil)
+	if k.gpus != nil {
+		d.SetGPUs(k.gpus, nil)
+	}
 	k.driver = d
 	k.helper, err = kubeletplugin.Start(context.Background(), d,
 		kubeletplugin.DriverName(DriverName), kubeletplugin.NodeName(testNode), kubeletplugin.KubeClient(k.api),
