@@ -92,8 +92,11 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 }
 
 func compile(loaded *loader.Result) (*ast.Compiler, error) {
-	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	compiler := newCompiler()
 	if compiler.Compile(loaded.ParsedModules()); compiler.Failed() {
+		if err := refusals(compiler.Errors, loaded.ParsedModules()); err != nil {
+			return nil, err
+		}
 		return nil, compiler.Errors
 	}
 	if len(compiler.GetRulesExact(ast.MustParseRef(DecisionQuery))) == 0 {
@@ -114,11 +117,15 @@ func prepare(ctx context.Context, compiler *ast.Compiler, loaded *loader.Result)
 	return rego.New(
 		rego.Query(DecisionQuery),
 		rego.Compiler(compiler),
+		rego.Capabilities(compiler.Capabilities()),
 		rego.Store(store),
 	).PrepareForEval(ctx)
 }
 
-// runTests runs the set's test_ rules through OPA's tester.
+// runTests runs the set's test_ rules through OPA's tester, with a
+// compiler of the sandbox's capabilities as the set's own (the tester's
+// default allows every builtin: a test could reach the network while the
+// set loads).
 func runTests(ctx context.Context, loaded *loader.Result) ([]TestResult, error) {
 	// The data documents are converted to OPA values once, here, not on
 	// every read of data.gpuadmit.config during an evaluation. They came
@@ -129,7 +136,7 @@ func runTests(ctx context.Context, loaded *loader.Result) ([]TestResult, error) 
 		return nil, err
 	}
 	ch, err := tester.NewRunner().
-		SetDefaultRegoVersion(ast.RegoV1).
+		SetCompiler(newCompiler()).
 		SetStore(store).
 		SetModules(loaded.ParsedModules()).
 		SetTimeout(30*time.Second).
