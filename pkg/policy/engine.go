@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/rego"
+	"k8s.io/utils/clock"
 )
 
 // ErrNoActiveSet is returned by Evaluate before any set was loaded.
@@ -20,6 +21,8 @@ type Options struct {
 	// Validate checks a compiled, tested set before it goes live (e.g. its
 	// quota declarations); an error keeps the previous set. Nil checks nothing.
 	Validate func(*Set) error
+	// Clock is where input.now comes from; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Engine holds the active policy set and evaluates decisions with it. It is
@@ -34,8 +37,14 @@ func NewEngine(opts Options) *Engine {
 	if opts.EvalTimeout <= 0 {
 		opts.EvalTimeout = time.Second
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return &Engine{opts: opts}
 }
+
+// Now is the time by the engine's clock, the time input.now is taken from.
+func (e *Engine) Now() time.Time { return e.opts.Clock.Now() }
 
 // Load compiles and tests the set from src and, only if that succeeds, makes
 // it the active set. On error the previous set stays active.
@@ -64,6 +73,11 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	if set == nil {
 		return Decision{}, ErrNoActiveSet
 	}
+	at := e.Now()
+	if in.Now != 0 {
+		at = time.Unix(0, in.Now)
+	}
+	in.Now = set.Now(at)
 	value, err := inputValue(in)
 	if err != nil {
 		return Decision{}, err

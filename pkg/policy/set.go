@@ -30,7 +30,11 @@ type Set struct {
 	Data map[string]any
 	// Reads is what the set's rules can read of input.pod.
 	Reads PodReads
-	query rego.PreparedEvalQuery
+	// NowGranularity is how finely the set's rules see the time in
+	// input.now, as its data declares (data.gpuadmit.config.nowGranularity);
+	// zero when no rule reads input.now, and its input then has no time.
+	NowGranularity time.Duration
+	query          rego.PreparedEvalQuery
 }
 
 // TestResult is the outcome of one test_ rule of a set.
@@ -72,6 +76,10 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 		return nil, err
 	}
 	reads := readsOf(loaded.ParsedModules()) // before the compiler rewrites them
+	granularity, err := nowGranularity(loaded.Documents, reads.now)
+	if err != nil {
+		return nil, fmt.Errorf("policy set %s (revision %s): %w", src.Name, rev, err)
+	}
 	compiler, err := compile(loaded)
 	if err != nil {
 		return nil, fmt.Errorf("compile policy set %s (revision %s): %w", src.Name, rev, err)
@@ -88,7 +96,7 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 		return nil, fmt.Errorf("prepare policy set %s (revision %s): %w", src.Name, rev, err)
 	}
 	return &Set{Revision: rev, Source: src.Name, Tests: results, Data: loaded.Documents,
-		Reads: reads, query: query}, nil
+		Reads: reads.pod, NowGranularity: granularity, query: query}, nil
 }
 
 func compile(loaded *loader.Result) (*ast.Compiler, error) {
