@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
 	dto "github.com/prometheus/client_model/go"
@@ -167,4 +169,27 @@ func counted(t *testing.T) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestWatcherReportsARefusedSet: a set on disk that calls http.send is
+// reported, naming it, in the status readiness shows, and the good set
+// keeps serving.
+func TestWatcherReportsARefusedSet(t *testing.T) {
+	root := t.TempDir()
+	writeSet(t, filepath.Join(root, "v1"), nil)
+	writeSet(t, filepath.Join(root, "v2"), map[string]string{"send.rego": "package gpuadmit.send\n\nx := http.send({\"method\": \"get\", \"url\": \"http://example.invalid\"})\n"})
+	link := filepath.Join(root, "current")
+	swapLink(t, "v1", link)
+	e := NewEngine(Options{})
+	w := NewWatcher(e, link, logr.Discard(), WatchOptions{})
+	w.Check(context.Background())
+	good := e.Active()
+	swapLink(t, "v2", link)
+	w.Check(context.Background())
+	if e.Active() != good {
+		t.Errorf("the refused set replaced revision %s", good.Revision)
+	}
+	if st := w.Status(); !strings.Contains(st.Failure, "http.send in rule data.gpuadmit.send.x at ") || st.Revision != good.Revision {
+		t.Errorf("status = %+v, want the refusal naming http.send and the good revision", st)
+	}
 }
