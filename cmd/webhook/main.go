@@ -18,7 +18,7 @@ func main() {
 	var o webhook.Options
 	flag.StringVar(&o.Policies, "policies", "", "policy directory or OPA bundle (.tar.gz), watched for changes; default: the embedded default policies")
 	flag.DurationVar(&o.PolicyInterval, "policy-poll-interval", 0, "how often the policy path is checked besides file events (default 10s)")
-	flag.DurationVar(&o.EvalTimeout, "eval-timeout", 0, "time budget of one policy evaluation (default 1s)")
+	flag.DurationVar(&o.EvalTimeout, "eval-timeout", 0, "time budget of one policy evaluation (default 250ms); keep it well inside the webhook's timeoutSeconds")
 	flag.StringVar(&o.CertDir, "cert-dir", "", "directory with tls.crt and tls.key, reloaded when they change (default /tmp/k8s-webhook-server/serving-certs)")
 	flag.StringVar(&o.RecordKeyDir, "record-key-dir", "", "directory with the keys that seal gpuadmit's record (files current and optional previous, the Secret gpuadmit-record-key mounted), reloaded when they change; empty seals nothing")
 	flag.StringVar(&o.Host, "host", "", "address the webhook listens on (default all)")

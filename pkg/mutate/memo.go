@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -15,10 +16,12 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
-// ActiveSource says which policy set an Evaluator answers with now; an
-// Evaluator that has one (policy.Engine) gets its decisions memoized.
+// ActiveSource says which policy set an Evaluator answers with now, and
+// the time by its clock; an Evaluator that has one (policy.Engine) gets its
+// decisions memoized.
 type ActiveSource interface {
 	Active() *policy.Set
+	Now() time.Time
 }
 
 // memoLimit bounds the decisions kept for one inventory and revision; the
@@ -29,8 +32,11 @@ const memoLimit = 4096
 // policy revision, by a hash of everything else the policy reads: what the
 // set's rules read of the pod's view (policy.View, the same for every pod
 // of a template; policy.PodReads.KeyView), its namespace,
-// who creates it, the namespace's quota and usage, and the normalized
-// request. A new inventory or revision starts it over. The answer is the
+// who creates it, the namespace's quota and usage, the normalized
+// request, and input.now where the set reads it: the time truncated to
+// the set's granularity, so pods within one granule share an answer and
+// pods across a boundary do not (a set that does not read the time has
+// none in its key). A new inventory or revision starts it over. The answer is the
 // ordered candidates, not the final choice: the pool with free room is
 // picked per pod after (choose). Safe for concurrent use.
 type decisionMemo struct {
@@ -93,6 +99,9 @@ func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in pol
 	if set == nil {
 		return m.eval.Evaluate(ctx, in)
 	}
+	// The time is taken once, for the key and the evaluation alike: the
+	// engine keeps a time it is given (truncated to the same granule).
+	in.Now = set.Now(src.Now())
 	key, err := memoKey(in, set.Reads)
 	if err != nil {
 		return policy.Decision{}, err

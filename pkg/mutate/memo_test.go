@@ -5,15 +5,21 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/policies"
 )
 
 // countingEval answers as the default policies under revision rev and
@@ -30,6 +36,9 @@ func (e *countingEval) Active() *policy.Set {
 	defer e.mu.Unlock()
 	return &policy.Set{Revision: e.rev, Reads: e.reads}
 }
+
+// Now is the real time: the default policies do not read input.now.
+func (e *countingEval) Now() time.Time { return time.Now() }
 
 func (e *countingEval) Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error) {
 	e.mu.Lock()
@@ -269,4 +278,79 @@ func onNode(pod *corev1.Pod, node string) *corev1.Pod {
 			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 		}}}}}
 	return pod
+}
+
+// countingEngine is a policy.Engine that counts its evaluations.
+type countingEngine struct {
+	*policy.Engine
+	mu    sync.Mutex
+	calls int
+}
+
+func (e *countingEngine) Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error) {
+	e.mu.Lock()
+	e.calls++
+	e.mu.Unlock()
+	return e.Engine.Evaluate(ctx, in)
+}
+
+// engineAt loads the default set with files added, on a fake clock.
+func engineAt(t *testing.T, clock *clocktesting.FakePassiveClock, files map[string]string) *countingEngine {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	entries, err := policies.FS.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := policies.FS.ReadFile(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fsys[e.Name()] = &fstest.MapFile{Data: b}
+	}
+	for name, body := range files {
+		fsys[name] = &fstest.MapFile{Data: []byte(body)}
+	}
+	e := policy.NewEngine(policy.Options{Clock: clock})
+	if _, err := e.Load(context.Background(), policy.Source{FS: fsys, Name: t.Name()}); err != nil {
+		t.Fatal(err)
+	}
+	return &countingEngine{Engine: e}
+}
+
+// TestMemoKeysTheGranuleOfTime: under a rule that reads input.now at a
+// granularity of a minute, three pods of one template admitted 10 ms apart
+// share one decision while in one minute, and the pod across the minute's
+// boundary is decided afresh, with another answer. Under a set that does
+// not read the time, an hour later is the same key.
+func TestMemoKeysTheGranuleOfTime(t *testing.T) {
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 3, 4, 12, 0, 59, 980e6, time.UTC))
+	eval := engineAt(t, clock, map[string]string{
+		"now.rego": "package gpuadmit\n\nwarnings contains sprintf(\"decided at %s\", [time.format(input.now)])\n",
+		"now.yaml": "gpuadmit:\n  config:\n    nowGranularity: 1m\n",
+	})
+	m := NewMutator(eval, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
+	ns := teamA(t)["team-a"]
+	var got [][]string
+	for range 3 {
+		got = append(got, decideOnce(t, m, Request{Pod: templatePod("p", nil, nil), Namespace: ns}).Warnings)
+		clock.SetTime(clock.Now().Add(10 * time.Millisecond))
+	}
+	want := [][]string{{"decided at 2026-03-04T12:00:00Z"}, {"decided at 2026-03-04T12:00:00Z"}, {"decided at 2026-03-04T12:01:00Z"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings of the three pods (-want +got)\n%s", diff)
+	}
+	if eval.calls != 2 {
+		t.Errorf("the policy ran %d times for pods at 12:00:59.980, .990 and 12:01:00.000, want 2 (once per minute)", eval.calls)
+	}
+
+	timeless := engineAt(t, clock, nil)
+	m = NewMutator(timeless, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
+	decideOnce(t, m, Request{Pod: templatePod("p", nil, nil), Namespace: ns})
+	clock.SetTime(clock.Now().Add(time.Hour))
+	decideOnce(t, m, Request{Pod: templatePod("p", nil, nil), Namespace: ns})
+	if timeless.calls != 1 {
+		t.Errorf("a set that reads no time ran %d times for one template an hour apart, want once", timeless.calls)
+	}
 }

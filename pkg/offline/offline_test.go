@@ -274,6 +274,24 @@ func TestTestFailingSet(t *testing.T) {
 	}
 }
 
+// TestTestRefusesASandboxedBuiltin: gpuadmit test refuses a set that
+// calls a builtin policies may not use, naming it, the rule and the line.
+func TestTestRefusesASandboxedBuiltin(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "decision.rego", "package gpuadmit\n\ndecision := {\"deny\": [], \"warnings\": [w]} if {\n"+
+		"\tw := http.send({\"method\": \"get\", \"url\": \"http://example.invalid\"}).raw_body\n}\n")
+	writeFile(t, dir, "decision_test.rego", "package gpuadmit_test\n\ntest_decides if data.gpuadmit.decision\n")
+	var buf bytes.Buffer
+	err := offline.Test(context.Background(), dir, &buf)
+	if err == nil {
+		t.Fatalf("Test succeeded on a set that calls http.send:\n%s", buf.String())
+	}
+	want := "http.send in rule data.gpuadmit.decision at " + filepath.Join(dir, "decision.rego") + ":4"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("Test: err = %v, want it to name %q", err, want)
+	}
+}
+
 func TestCatalogTable(t *testing.T) {
 	var buf bytes.Buffer
 	if err := offline.Catalog(&buf, "table"); err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/gpuadmit/gpuadmit/policies"
 )
@@ -168,14 +167,15 @@ func copyEmbedded(t *testing.T, dir string) {
 // TestEmbeddedSetPassesStrictCheck: the default set compiles under OPA's
 // strict mode (what `opa check --strict` runs: no unused arguments,
 // variables or imports), since platform teams start their policy
-// repository from a copy of it. A decision_test.rego helper with two
-// unused arguments failed it until 2026-11-24.
+// repository from a copy of it, and with the sandbox's capabilities. A
+// decision_test.rego helper with two unused arguments failed it until
+// 2026-11-24.
 func TestEmbeddedSetPassesStrictCheck(t *testing.T) {
 	loaded, err := Embedded().load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1).WithStrict(true)
+	c := newCompiler().WithStrict(true)
 	if c.Compile(loaded.ParsedModules()); c.Failed() {
 		t.Errorf("opa check --strict: %v", c.Errors)
 	}

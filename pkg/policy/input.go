@@ -28,6 +28,12 @@ type Input struct {
 	Quota any `json:"quota"`
 	// Cluster is what the webhook sees of the cluster besides its pools.
 	Cluster Cluster `json:"cluster"`
+	// Now is input.now, the time of the admission in nanoseconds since the
+	// Unix epoch, truncated to the set's declared granularity (Set.Now):
+	// policies may not call time.now_ns(). Absent for a set that does not
+	// read it. Evaluate fills it from the engine's clock when zero, and
+	// truncates what a caller gives.
+	Now int64 `json:"now,omitempty"`
 }
 
 // Cluster is input.cluster.

@@ -35,13 +35,21 @@ type KeysRead struct {
 	Names map[string]bool
 }
 
-// readsOf finds what the modules' rules read of input.pod, test rules
+// inputReads is what a set's rules read of input: of its pod, and whether
+// input.now (or may: input whole, or under a key not constant, or an alias).
+type inputReads struct {
+	pod PodReads
+	now bool
+}
+
+// readsOf finds what the modules' rules read of input.pod and whether they
+// read input.now, test rules
 // included (a decision could call one). The target of a with modifier
 // (`with input as …`, as tests write) is not a read of it: only its value
 // is walked. object.get is read as the builtin only where no rule, import
 // or with modifier can stand in for it (objectShadowed).
-func readsOf(modules map[string]*ast.Module) PodReads {
-	r := PodReads{Partial: true}
+func readsOf(modules map[string]*ast.Module) inputReads {
+	r := inputReads{pod: PodReads{Partial: true}}
 	builtinGet := !objectShadowed(modules)
 	var vis *ast.GenericVisitor
 	vis = ast.NewGenericVisitor(func(x any) bool {
@@ -58,7 +66,8 @@ func readsOf(modules map[string]*ast.Module) PodReads {
 			return true
 		case *ast.Import:
 			if ref, ok := t.Path.Value.(ast.Ref); ok && ref.HasPrefix(ast.InputRootRef) {
-				r.Partial = false // an alias of input: the analysis does not follow it
+				r.pod.Partial = false // an alias of input: the analysis does not follow it
+				r.now = r.now || len(ref) == 1 || ref[1].Equal(ast.StringTerm("now"))
 			}
 			return true
 		case *ast.Expr:
@@ -93,15 +102,15 @@ func readsOf(modules map[string]*ast.Module) PodReads {
 	for _, m := range modules {
 		vis.Walk(m)
 	}
-	if !r.Partial {
-		return PodReads{}
+	if !r.pod.Partial {
+		r.pod = PodReads{}
 	}
 	return r
 }
 
 // objectGet reads object.get(x, key, default): a constant key (or key
 // path) on a constant path of input reads that path, not x whole.
-func (r *PodReads) objectGet(vis *ast.GenericVisitor, operands []*ast.Term) {
+func (r *inputReads) objectGet(vis *ast.GenericVisitor, operands []*ast.Term) {
 	if path, ok := getPath(operands); ok {
 		r.add(path)
 		for _, term := range operands[2:] {
@@ -190,6 +199,11 @@ func constKeys(term *ast.Term) ([]string, bool) {
 }
 
 // add records that the rules read path of input and all below it.
+func (r *inputReads) add(path []string) {
+	r.now = r.now || len(path) < 2 || path[1] == "now"
+	r.pod.add(path)
+}
+
 func (r *PodReads) add(path []string) {
 	switch {
 	case len(path) < 2:

@@ -74,7 +74,7 @@ func TestReadsOf(t *testing.T) {
 			// tests replace input (with input as …): not a read of it
 			tests := ast.MustParseModuleWithOpts("package p\ntest_x if x with input as {}\ntest_y if x with input.pod as {\"a\": 1}",
 				ast.ParserOptions{RegoVersion: ast.RegoV1})
-			got := readsOf(map[string]*ast.Module{"p.rego": m, "p_test.rego": tests})
+			got := readsOf(map[string]*ast.Module{"p.rego": m, "p_test.rego": tests}).pod
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}

@@ -30,7 +30,11 @@ type Set struct {
 	Data map[string]any
 	// Reads is what the set's rules can read of input.pod.
 	Reads PodReads
-	query rego.PreparedEvalQuery
+	// NowGranularity is how finely the set's rules see the time in
+	// input.now, as its data declares (data.gpuadmit.config.nowGranularity);
+	// zero when no rule reads input.now, and its input then has no time.
+	NowGranularity time.Duration
+	query          rego.PreparedEvalQuery
 }
 
 // TestResult is the outcome of one test_ rule of a set.
@@ -72,6 +76,10 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 		return nil, err
 	}
 	reads := readsOf(loaded.ParsedModules()) // before the compiler rewrites them
+	granularity, err := nowGranularity(loaded.Documents, reads.now)
+	if err != nil {
+		return nil, fmt.Errorf("policy set %s (revision %s): %w", src.Name, rev, err)
+	}
 	compiler, err := compile(loaded)
 	if err != nil {
 		return nil, fmt.Errorf("compile policy set %s (revision %s): %w", src.Name, rev, err)
@@ -88,12 +96,15 @@ func Compile(ctx context.Context, src Source) (*Set, error) {
 		return nil, fmt.Errorf("prepare policy set %s (revision %s): %w", src.Name, rev, err)
 	}
 	return &Set{Revision: rev, Source: src.Name, Tests: results, Data: loaded.Documents,
-		Reads: reads, query: query}, nil
+		Reads: reads.pod, NowGranularity: granularity, query: query}, nil
 }
 
 func compile(loaded *loader.Result) (*ast.Compiler, error) {
-	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	compiler := newCompiler()
 	if compiler.Compile(loaded.ParsedModules()); compiler.Failed() {
+		if err := refusals(compiler.Errors, loaded.ParsedModules()); err != nil {
+			return nil, err
+		}
 		return nil, compiler.Errors
 	}
 	if len(compiler.GetRulesExact(ast.MustParseRef(DecisionQuery))) == 0 {
@@ -114,11 +125,15 @@ func prepare(ctx context.Context, compiler *ast.Compiler, loaded *loader.Result)
 	return rego.New(
 		rego.Query(DecisionQuery),
 		rego.Compiler(compiler),
+		rego.Capabilities(compiler.Capabilities()),
 		rego.Store(store),
 	).PrepareForEval(ctx)
 }
 
-// runTests runs the set's test_ rules through OPA's tester.
+// runTests runs the set's test_ rules through OPA's tester, with a
+// compiler of the sandbox's capabilities as the set's own (the tester's
+// default allows every builtin: a test could reach the network while the
+// set loads).
 func runTests(ctx context.Context, loaded *loader.Result) ([]TestResult, error) {
 	// The data documents are converted to OPA values once, here, not on
 	// every read of data.gpuadmit.config during an evaluation. They came
@@ -129,7 +144,7 @@ func runTests(ctx context.Context, loaded *loader.Result) ([]TestResult, error) 
 		return nil, err
 	}
 	ch, err := tester.NewRunner().
-		SetDefaultRegoVersion(ast.RegoV1).
+		SetCompiler(newCompiler()).
 		SetStore(store).
 		SetModules(loaded.ParsedModules()).
 		SetTimeout(30*time.Second).

@@ -45,6 +45,7 @@ func Path(path string) Source {
 func (s Source) load() (*loader.Result, error) {
 	fl := loader.NewFileLoader().
 		WithRegoVersion(ast.RegoV1).
+		WithCapabilities(Capabilities()).
 		WithProcessAnnotation(true).
 		WithFollowSymlinks(true)
 	if s.Dir == "" && s.Bundle != "" {

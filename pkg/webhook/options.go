@@ -1,6 +1,10 @@
 package webhook
 
-import "time"
+import (
+	"time"
+
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
+)
 
 // Options configure Run. The zero value serves the embedded policies on the
 // default ports with certificates from controller-runtime's default directory.
@@ -9,7 +13,9 @@ type Options struct {
 	Policies string
 	// PolicyInterval is how often the policy path is checked besides file events; zero means 10s.
 	PolicyInterval time.Duration
-	// EvalTimeout bounds one policy evaluation; zero means one second.
+	// EvalTimeout bounds one policy evaluation; zero means
+	// policy.DefaultEvalTimeout (250ms), well inside the webhook's
+	// timeoutSeconds.
 	EvalTimeout time.Duration
 	// CertDir holds tls.crt and tls.key; empty means /tmp/k8s-webhook-server/serving-certs.
 	CertDir string
@@ -54,7 +60,7 @@ func (o *Options) defaults() {
 		o.PolicyInterval = 10 * time.Second
 	}
 	if o.EvalTimeout <= 0 {
-		o.EvalTimeout = time.Second
+		o.EvalTimeout = policy.DefaultEvalTimeout
 	}
 	if o.CertDir == "" {
 		o.CertDir = "/tmp/k8s-webhook-server/serving-certs"
