@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,6 +22,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	cradmission "sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	gpuwebhook "github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
 
 // NoopPath is where the no-op webhook serves.
@@ -172,7 +173,7 @@ func ServeNoop(ctx context.Context, o NoopOptions) error {
 	}
 	srv := webhook.NewServer(webhook.Options{
 		Host: o.Host, Port: o.Port, CertDir: o.CertDir,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = cw.GetCertificate }},
+		TLSOpts: gpuwebhook.TLSOptions(cw.GetCertificate), // as gpuadmit serves: HTTP/1.1
 	})
 	recoverPanic := true
 	srv.Register(NoopPath, &cradmission.Webhook{Handler: &noop{decoder: cradmission.NewDecoder(scheme)}, RecoverPanic: &recoverPanic})

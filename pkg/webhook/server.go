@@ -150,9 +150,21 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 			Host:    opts.Host,
 			Port:    opts.Port,
 			CertDir: opts.CertDir,
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = cw.GetCertificate }},
+			TLSOpts: TLSOptions(cw.GetCertificate),
 		}),
 	})
+}
+
+// TLSOptions configure the webhook's TLS server: the serving certificate
+// from getCert (reloaded from disk), and HTTP/1.1 only. HTTP/2 is off, as
+// kubebuilder's scaffolds turn it off: its stream multiplexing is what the
+// rapid-reset attacks (CVE-2023-44487, CVE-2023-39325) abuse, and the API
+// server, the webhook's one client, speaks HTTP/1.1 to webhooks just as well.
+func TLSOptions(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) []func(*tls.Config) {
+	return []func(*tls.Config){func(c *tls.Config) {
+		c.GetCertificate = getCert
+		c.NextProtos = []string{"http/1.1"}
+	}}
 }
 
 // observeExpiry sets the expiry gauge from the serving certificate. Leaf is

@@ -150,8 +150,7 @@ func serveWebhook(t *testing.T, ctx context.Context, getCert func(*tls.ClientHel
 	l.Close()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(scheme))
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port,
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = getCert }}})
+	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: TLSOptions(getCert)})
 	h := mutate.NewHandler(mutate.NewMutator(nil, nil, mutate.MutatorOptions{}), nil, scheme, mutate.HandlerOptions{})
 	srv.Register(MutatePath, &admission.Webhook{Handler: h})
 	stopped := make(chan struct{})
@@ -235,5 +234,34 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s after 20s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHTTP2IsOff: a client that offers HTTP/2 first is answered over
+// HTTP/1.1, so the server never runs HTTP/2's stream handling.
+func TestHTTP2IsOff(t *testing.T) {
+	b, err := certs.Generate(localhost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(b.Cert, b.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url := serveWebhook(t, ctx, func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }, trustingClient(b.CACert))
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CACert)
+	h2 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}}, ForceAttemptHTTP2: true,
+	}}
+	resp, err := h2.Post(url, "application/json", bytes.NewReader(reviewBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 1 || resp.TLS == nil || resp.TLS.NegotiatedProtocol == "h2" {
+		t.Errorf("answered over %s (ALPN %q), want HTTP/1.1", resp.Proto, resp.TLS.NegotiatedProtocol)
 	}
 }
