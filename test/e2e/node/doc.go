@@ -13,7 +13,8 @@
 // /run/containerd is in use or the kubelet's ports (10250, 10248) are taken.
 //
 // A test reaches the node through Node: its Client, pods of BusyboxPod
-// (hostNetwork, imagePullPolicy Never), Logs through the API server, Ctr
+// (hostNetwork, imagePullPolicy Never), Logs and Exec through the API
+// server and the kubelet (what kubectl logs and exec do), Ctr
 // for containerd, Import for images of its own (Image writes an OCI layout
 // archive from files on this machine, no image builder involved), and
 // RestartKubelet and RestartContainerd. Start and Stop bracket the package

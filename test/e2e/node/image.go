@@ -19,7 +19,8 @@ import (
 // The images every node has, for pods with imagePullPolicy Never.
 const (
 	// BusyboxImage holds Debian's busybox-static as /bin/busybox with every
-	// applet linked beside it in /bin (sh, cat, sleep, ...); PATH is /bin.
+	// applet linked beside it in /bin (sh, cat, sleep, ...), and /tmp; PATH
+	// is /bin.
 	BusyboxImage = "gpuadmit.local/busybox:e2e"
 	// PauseImage is the sandbox image: containerd's default name (v2.4),
 	// set again as pinned_images.sandbox in its configuration so the two
@@ -36,6 +37,8 @@ type Image struct {
 	Files map[string]string
 	// Symlinks maps a path in the image to its target.
 	Symlinks map[string]string
+	// Scratch are empty directories anyone may write, like /tmp (mode 1777).
+	Scratch []string
 	// Entrypoint is the image's entrypoint; nil leaves it to the pod.
 	Entrypoint []string
 	// Env is the image's environment; nil means PATH=/bin.
@@ -137,8 +140,15 @@ func (im Image) layer() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	for _, d := range im.Scratch {
+		dirs[strings.Trim(d, "/")] = true
+	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755}); err != nil {
+		mode := int64(0o755)
+		if slices.Contains(im.Scratch, "/"+d) {
+			mode = 0o1777
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: mode}); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +188,7 @@ func busyboxImage(bin string) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("list busybox applets: %w", err)
 	}
-	im := Image{Name: BusyboxImage, Files: map[string]string{"/bin/busybox": bin}, Symlinks: map[string]string{}}
+	im := Image{Name: BusyboxImage, Files: map[string]string{"/bin/busybox": bin}, Symlinks: map[string]string{}, Scratch: []string{"/tmp"}}
 	for _, applet := range strings.Fields(out) {
 		if applet != "busybox" {
 			im.Symlinks["/bin/"+applet] = "busybox"

@@ -21,7 +21,7 @@ func TestImageArchive(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	im := Image{Name: "gpuadmit.local/tool:v1", Files: map[string]string{"/usr/bin/tool": bin}, Symlinks: map[string]string{"/bin/t": "/usr/bin/tool"}, Entrypoint: []string{"/usr/bin/tool"}}
+	im := Image{Name: "gpuadmit.local/tool:v1", Files: map[string]string{"/usr/bin/tool": bin}, Symlinks: map[string]string{"/bin/t": "/usr/bin/tool"}, Entrypoint: []string{"/usr/bin/tool"}, Scratch: []string{"/tmp"}}
 	var buf bytes.Buffer
 	if err := im.WriteArchive(&buf); err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestImageArchive(t *testing.T) {
 		t.Fatalf("layers %v", manifest.Layers)
 	}
 	got := layerEntries(t, blob(t, files, manifest.Layers[0]))
-	want := []string{"bin/ dir", "usr/ dir", "usr/bin/ dir", "usr/bin/tool 755", "bin/t -> /usr/bin/tool"}
+	want := []string{"bin/ dir 755", "tmp/ dir 1777", "usr/ dir 755", "usr/bin/ dir 755", "usr/bin/tool 755", "bin/t -> /usr/bin/tool"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("layer (-want +got):\n%s", diff)
 	}
@@ -95,7 +95,7 @@ func layerEntries(t *testing.T, b []byte) []string {
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			entries = append(entries, h.Name+" dir")
+			entries = append(entries, fmt.Sprintf("%s dir %o", h.Name, h.Mode))
 		case tar.TypeSymlink:
 			entries = append(entries, h.Name+" -> "+h.Linkname)
 		default:

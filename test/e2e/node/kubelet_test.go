@@ -94,6 +94,35 @@ func TestKubeletRestartKeepsPods(t *testing.T) {
 	}
 }
 
+// Exec through the API server reads a file the container wrote in its own
+// root filesystem, and the container's view of the pod's identity.
+func TestKubeletExecReadsAFile(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	pod := BusyboxPod("default", "exec-reads-a-file", "sh", "-c", "echo written-inside >/tmp/mark; exec sleep 3600")
+	if _, err := n.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, n, pod) })
+	if _, err := n.WaitPod(ctx, "default", pod.Name, 2*time.Minute, Running); err != nil {
+		t.Fatal(err)
+	}
+	// The shell writes the file just after the container starts.
+	var got string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		if got, err = n.Exec(ctx, "default", pod.Name, "main", "cat", "/tmp/mark", "/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "written-inside\ndefault"; got != want {
+		t.Errorf("exec output = %q, want %q", got, want)
+	}
+}
+
 // deletePod deletes the pod at once and waits until it is gone, so the
 // next test starts on an empty node.
 func deletePod(t *testing.T, n *Node, pod *corev1.Pod) {

@@ -1,12 +1,15 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 )
 
@@ -120,4 +123,22 @@ func (n *Node) WaitServiceAccount(ctx context.Context, namespace string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// Exec runs command in a running container through the API server and the
+// kubelet, as `kubectl exec` does (WebSocket), and returns its standard
+// output; an error carries its standard error. It reads what a container
+// sees: files, devices, its environment.
+func (n *Node) Exec(ctx context.Context, namespace, pod, container string, command ...string) (string, error) {
+	req := n.Client.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewWebSocketExecutor(n.Cluster.Config, "GET", req.URL().String())
+	if err != nil {
+		return "", err
+	}
+	var stdout, stderr bytes.Buffer
+	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+		return stdout.String(), fmt.Errorf("exec %v in %s/%s/%s: %w: %s", command, namespace, pod, container, err, stderr.String())
+	}
+	return stdout.String(), nil
 }
