@@ -6,7 +6,7 @@ GO ?= go
 # cgo's warnings about them out of the build log.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test build scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down
+.PHONY: run test test-node build scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
@@ -20,14 +20,26 @@ run:
 # server's admission latency for gpuadmit, the quota edit delay) is in the log.
 # The scheduler module (gpuadmit-scheduler, which carries k8s.io/kubernetes)
 # is vetted and tested on its own; the end-to-end tests build its binary.
+# Last, the real-node tests (test/e2e/node, as root): the control plane
+# joined by a kubelet with containerd and runc, which hack/node-binaries.sh
+# builds and caches beside the control plane.
 test:
 	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null
+	./hack/node-binaries.sh >/dev/null
 	$(GO) vet ./...
 	cd scheduler && $(GO) vet ./...
-	GPUADMIT_REQUIRE_TOOLS=1 $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/e2e$$')
+	GPUADMIT_REQUIRE_TOOLS=1 $(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/e2e/node$$')
 	cd scheduler && $(GO) test -count=1 ./...
-	GPUADMIT_REQUIRE_TOOLS=1 GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 -v ./test/e2e/
+	GPUADMIT_REQUIRE_TOOLS=1 GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 -timeout 20m -v ./test/e2e/
+	$(MAKE) test-node
+
+# test-node runs the real-node tests alone (root; a minute or so once the
+# binaries are built).
+test-node:
+	./hack/e2e-binaries.sh >/dev/null
+	./hack/node-binaries.sh >/dev/null
+	GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 -timeout 15m -v ./test/e2e/node/
 
 build:
 	$(GO) build -o bin/ ./cmd/...

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,15 @@ type Options struct {
 	// WebhookPprof is where that process serves Go's /debug/pprof (its
 	// --pprof-bind-address), to profile it; empty serves none.
 	WebhookPprof string
+	// APIServerArgs are kube-apiserver flags (names without dashes) set over
+	// envtest's defaults, for a control plane that real kubelets join
+	// (authorization-mode Node,RBAC, NodeRestriction; see test/e2e/node);
+	// nil keeps envtest's.
+	APIServerArgs map[string][]string
+	// Controllers are kube-controller-manager controllers run beside the
+	// default ones (node-lifecycle-controller, say, which lifts a real
+	// node's not-ready taint); nil runs the default ones only.
+	Controllers []string
 }
 
 // Cluster is a running control plane.
@@ -111,6 +121,9 @@ func (c *Cluster) startAPIServer() error {
 	if !slices.Contains(c.opts.Skip, "webhook") {
 		c.env.WebhookInstallOptions.Paths = []string{filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml")}
 	}
+	for name, values := range c.opts.APIServerArgs {
+		c.env.ControlPlane.GetAPIServer().Configure().Set(name, values...)
+	}
 	apiLog, err := os.Create(filepath.Join(c.LogDir, "kube-apiserver.log"))
 	if err != nil {
 		return err
@@ -124,8 +137,17 @@ func (c *Cluster) startAPIServer() error {
 	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
+	if err := os.WriteFile(c.CAFile(), c.Config.CAData, 0o644); err != nil {
+		return err
+	}
 	return c.writeKubeconfig()
 }
+
+// CAFile is the file of the CA that signed the API server's serving
+// certificate: the controller-manager's --root-ca-file, which its root-CA
+// publisher puts in every namespace's kube-root-ca.crt for ServiceAccount
+// token volumes.
+func (c *Cluster) CAFile() string { return filepath.Join(c.LogDir, "ca.crt") }
 
 func (c *Cluster) writeKubeconfig() error {
 	c.Kubeconfig = filepath.Join(c.LogDir, "kubeconfig")
@@ -138,11 +160,18 @@ func (c *Cluster) writeKubeconfig() error {
 // policy lets system:kube-scheduler and system:kube-controller-manager write
 // claims of gpuadmit's classes. system:masters keeps RBAC out of the way.
 func (c *Cluster) writeKubeconfigFor(name, path string) error {
-	user, err := c.env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+	return c.WriteKubeconfig(path, name, "system:masters")
+}
+
+// WriteKubeconfig writes to path a kubeconfig that authenticates as user in
+// groups with a client certificate the API server trusts: a kubelet's
+// system:node:<name> in system:nodes, say.
+func (c *Cluster) WriteKubeconfig(path, user string, groups ...string) error {
+	u, err := c.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
 	if err != nil {
 		return err
 	}
-	b, err := user.KubeConfig()
+	b, err := u.KubeConfig()
 	if err != nil {
 		return err
 	}
@@ -179,8 +208,9 @@ func (c *Cluster) startComponents() error {
 		// (upstream's known window). A 5s period made the 100-pod race test
 		// fail now and then; nothing here needs the periodic recount.
 		{"kube-controller-manager", append(kcmArgs,
-			"--controllers=resourcequota,namespace,garbagecollector,serviceaccount-token,serviceaccount,resourceclaim-controller,replicaset,job,statefulset,daemonset",
+			"--controllers="+strings.Join(slices.Concat(defaultControllers, c.opts.Controllers), ","),
 			"--service-account-private-key-file="+filepath.Join(certDir, "sa-signer.key"),
+			"--root-ca-file="+c.CAFile(),
 			"--use-service-account-credentials=false",
 			"--concurrent-resource-quota-syncs=2")},
 		{"kwok", append([]string{k, "--manage-all-nodes=true"}, kwokStages(c.opts.BinDir)...)},
@@ -209,6 +239,10 @@ func (c *Cluster) StartProcess(name string, args ...string) (stop func(), err er
 	c.procs = append(c.procs, p)
 	return p.stop, nil
 }
+
+// defaultControllers are the kube-controller-manager controllers every
+// cluster runs; Options.Controllers adds to them.
+var defaultControllers = []string{"resourcequota", "namespace", "garbagecollector", "serviceaccount-token", "serviceaccount", "resourceclaim-controller", "replicaset", "job", "statefulset", "daemonset"}
 
 func kwokStages(bin string) []string {
 	files, _ := filepath.Glob(filepath.Join(bin, "kwok-stages", "*.yaml"))

@@ -7,5 +7,7 @@
 // webhook, registered with the webhook configuration from deploy/base. The
 // webhook runs in process, or as its own cmd/webhook process when
 // Options.WebhookBinary names one (the admission benchmark measures it so).
-// Every port is chosen free at start; Stop ends every process.
+// Every port is chosen free at start; Stop ends every process. Options add
+// API server flags and controllers, for a control plane that real kubelets
+// join (package node).
 package cluster

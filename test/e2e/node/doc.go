@@ -1,0 +1,67 @@
+// Package node runs gpuadmit's end-to-end tests on a real node: the
+// project's control plane (package cluster) joined by one kubelet v1.37.0
+// with containerd v2.4 and runc on this machine, running real containers.
+// hack/node-binaries.sh builds the node next to the control plane in
+// test/e2e/.bin/<version>/; `make test` runs it and then this package:
+//
+//	./hack/e2e-binaries.sh && ./hack/node-binaries.sh
+//	GPUADMIT_REQUIRE_E2E=1 go test -count=1 -timeout 15m -v ./test/e2e/node -run Kubelet
+//
+// Without root or without the binaries the tests skip, saying why and
+// what builds them; under GPUADMIT_REQUIRE_E2E=1 they fail instead. One
+// node runs per machine: Check refuses a machine where /var/lib/kubelet or
+// /run/containerd is in use or the kubelet's ports (10250, 10248) are taken.
+//
+// A test reaches the node through Node: its Client, pods of BusyboxPod
+// (hostNetwork, imagePullPolicy Never), Logs and Exec through the API
+// server and the kubelet (what kubectl logs and exec do), Ctr
+// for containerd, Import for images of its own (Image writes an OCI layout
+// archive from files on this machine, no image builder involved), and
+// RestartKubelet and RestartContainerd. Start and Stop bracket the package
+// (TestMain); Stop kills every container and unmounts and removes what the
+// node left under /var/lib/kubelet, /run/containerd and its temp directory
+// (checked against /proc/self/mountinfo, and nothing is removed while
+// something below is still mounted), its cgroups and its log links.
+//
+// What a real node needed on these machines (cgroup v1, no
+// CAP_SYS_RESOURCE, no container image registry):
+//   - containerd: configuration version 4, its root and state under a temp
+//     directory, but its socket, the shims' sockets (s/) and runc's state
+//     in /run/containerd, which v2.4 fixes; restrict_oom_score_adj = true in
+//     the CRI runtime section, without which every sandbox fails (writing
+//     a lower oom_score_adj needs CAP_SYS_RESOURCE); runc by BinaryName
+//     and on containerd's PATH (ctr run names no binary); NRI disabled;
+//     imports = [] so no host configuration leaks in. CDI is always on,
+//     spec directories /etc/cdi and /var/run/cdi.
+//   - CNI: one loopback-only configuration. Pods use hostNetwork: true,
+//     but without any configuration containerd reports the network not
+//     ready and the node never becomes Ready.
+//   - Images: containerd's default sandbox image name
+//     (registry.k8s.io/pause:3.10.2, also pinned in the configuration)
+//     holding a tiny static pause, and Debian's busybox-static, both
+//     imported with `ctr -n k8s.io images import`; pods use
+//     imagePullPolicy: Never, and image GC runs only at a full disk.
+//   - kubelet: failCgroupV1: false (v1.37 refuses cgroup v1 otherwise),
+//     cgroupDriver: cgroupfs, failSwapOn: false, tiny eviction thresholds
+//     on a shared machine, its API on 127.0.0.1:10250 with anonymous
+//     access and AlwaysAllow (only this machine reaches it), a client
+//     certificate for system:node:<name> in system:nodes signed by the
+//     cluster's client CA. Its root stays /var/lib/kubelet because device
+//     plugins and DRA drivers find it there.
+//   - Addresses: the kubelet refuses a loopback node IP (it takes the
+//     default route's interface as InternalIP), so the API server reaches
+//     it by the Hostname address, the node's name: "localhost", which
+//     resolves to 127.0.0.1 everywhere (--kubelet-preferred-address-types
+//     Hostname). The API server runs with --endpoint-reconciler-type none,
+//     as its advertised address is no endpoint a pod could reach; a pod
+//     that talks to the API server (an agent's DaemonSet, hostNetwork) sets
+//     KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT to the API
+//     server's loopback address itself, as there is no kube-proxy.
+//   - Control plane: authorization Node,RBAC, NodeRestriction and
+//     ServiceAccount admission (envtest turns the latter off); the
+//     controller-manager runs the node-lifecycle controller (it lifts the
+//     node.kubernetes.io/not-ready taint), the resource-claim controller,
+//     and the root-CA publisher with --root-ca-file (kube-root-ca.crt,
+//     which every ServiceAccount token volume projects). kwok is not run:
+//     it would take the real node over.
+package node

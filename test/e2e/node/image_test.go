@@ -1,0 +1,105 @@
+package node
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The archive is an OCI image layout whose index names the image for
+// containerd and whose blobs are the ones the index and manifest point to.
+func TestImageArchive(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tool")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	im := Image{Name: "gpuadmit.local/tool:v1", Files: map[string]string{"/usr/bin/tool": bin}, Symlinks: map[string]string{"/bin/t": "/usr/bin/tool"}, Entrypoint: []string{"/usr/bin/tool"}, Scratch: []string{"/tmp"}}
+	var buf bytes.Buffer
+	if err := im.WriteArchive(&buf); err != nil {
+		t.Fatal(err)
+	}
+	files := untar(t, buf.Bytes())
+	var index struct {
+		Manifests []descriptor
+	}
+	if err := json.Unmarshal(files["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	if len(index.Manifests) != 1 || index.Manifests[0].Annotations["io.containerd.image.name"] != im.Name {
+		t.Fatalf("index.json = %s", files["index.json"])
+	}
+	var manifest struct {
+		Config descriptor
+		Layers []descriptor
+	}
+	if err := json.Unmarshal(blob(t, files, index.Manifests[0]), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	blob(t, files, manifest.Config)
+	if len(manifest.Layers) != 1 {
+		t.Fatalf("layers %v", manifest.Layers)
+	}
+	got := layerEntries(t, blob(t, files, manifest.Layers[0]))
+	want := []string{"bin/ dir 755", "tmp/ dir 1777", "usr/ dir 755", "usr/bin/ dir 755", "usr/bin/tool 755", "bin/t -> /usr/bin/tool"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("layer (-want +got):\n%s", diff)
+	}
+}
+
+// blob returns the blob d points to, checking its size.
+func blob(t *testing.T, files map[string][]byte, d descriptor) []byte {
+	t.Helper()
+	b, ok := files["blobs/sha256/"+d.Digest[len("sha256:"):]]
+	if !ok || len(b) != d.Size {
+		t.Fatalf("blob %s: present %v, %d bytes, want %d", d.Digest, ok, len(b), d.Size)
+	}
+	return b
+}
+
+func untar(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name], _ = io.ReadAll(tr)
+	}
+}
+
+// layerEntries lists a layer's entries in order: name, then mode or link.
+func layerEntries(t *testing.T, b []byte) []string {
+	t.Helper()
+	var entries []string
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return entries
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			entries = append(entries, fmt.Sprintf("%s dir %o", h.Name, h.Mode))
+		case tar.TypeSymlink:
+			entries = append(entries, h.Name+" -> "+h.Linkname)
+		default:
+			entries = append(entries, fmt.Sprintf("%s %o", h.Name, h.Mode))
+		}
+	}
+}
