@@ -180,19 +180,25 @@ func annotation(k, v string) func(*corev1.Pod) {
 
 // mutateCases: every GPU dialect reaches the mutating webhook, nothing else does.
 var mutateCases = map[string]celCase{
-	"a pod without GPU":              {object: pod(limit("cpu", "1"), annotation("team", "a")), want: false},
-	"another vendor's GPU":           {object: pod(limit("amd.com/gpu", "1")), want: false},
-	"another extended resource":      {object: pod(limit("example.com/fpga", "1")), want: false},
-	"NVIDIA whole GPUs":              {object: pod(limit("nvidia.com/gpu", "2")), want: true},
-	"a MIG profile, requests only":   {object: pod(request("nvidia.com/mig-1g.10gb", "1")), want: true},
-	"HAMi memory":                    {object: pod(limit("nvidia.com/gpumem", "3000")), want: true},
-	"gpushare":                       {object: pod(limit("aliyun.com/gpu-mem", "4")), want: true},
-	"Volcano in an init container":   {object: pod(initLimit("volcano.sh/vgpu-number", "1")), want: true},
-	"native fraction":                {object: pod(limit("gpuadmit.io/gpu", "500m")), want: true},
-	"KAI fraction":                   {object: pod(annotation("gpu-fraction", "0.5")), want: true},
-	"KAI memory":                     {object: pod(annotation("gpu-memory", "4000")), want: true},
-	"a forged gpuadmit.io record":    {object: pod(annotation("gpuadmit.io/decision", "forged")), want: true},
-	"a pod without containers field": {object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i"}}}}, want: false},
+	"a pod without GPU":            {object: pod(limit("cpu", "1"), annotation("team", "a")), want: false},
+	"another vendor's GPU":         {object: pod(limit("amd.com/gpu", "1")), want: false},
+	"another extended resource":    {object: pod(limit("example.com/fpga", "1")), want: false},
+	"NVIDIA whole GPUs":            {object: pod(limit("nvidia.com/gpu", "2")), want: true},
+	"a MIG profile, requests only": {object: pod(request("nvidia.com/mig-1g.10gb", "1")), want: true},
+	"HAMi memory":                  {object: pod(limit("nvidia.com/gpumem", "3000")), want: true},
+	"gpushare":                     {object: pod(limit("aliyun.com/gpu-mem", "4")), want: true},
+	"Volcano in an init container": {object: pod(initLimit("volcano.sh/vgpu-number", "1")), want: true},
+	"native fraction":              {object: pod(limit("gpuadmit.io/gpu", "500m")), want: true},
+	"KAI fraction":                 {object: pod(annotation("gpu-fraction", "0.5")), want: true},
+	"KAI memory":                   {object: pod(annotation("gpu-memory", "4000")), want: true},
+	"a forged gpuadmit.io record":  {object: pod(annotation("gpuadmit.io/decision", "forged")), want: true},
+	// Every DeviceClass is also an extended resource (KEP-5004); the webhook
+	// decides gpuadmit's classes and passes other drivers' through.
+	"gpuadmit's class by its implicit name":        {object: pod(limit("deviceclass.resource.kubernetes.io/gpu.gpuadmit.io", "8")), want: true},
+	"a share class by its implicit name, requests": {object: pod(request("deviceclass.resource.kubernetes.io/gpu-share.gpuadmit.io", "1")), want: true},
+	"a MIG class by its implicit name, init":       {object: pod(initLimit("deviceclass.resource.kubernetes.io/mig-1g.5gb.gpuadmit.io", "1")), want: true},
+	"another driver's class by its implicit name":  {object: pod(limit("deviceclass.resource.kubernetes.io/fpga.example.com", "1")), want: true},
+	"a pod without containers field":               {object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "i"}}}}, want: false},
 }
 
 // checkMatchConditions compiles the matchConditions with CEL's standard

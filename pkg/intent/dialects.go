@@ -22,6 +22,7 @@ var readers = map[Dialect]reader{
 	Share:        readGiB,
 	GPUShare:     readGiB,
 	MIG:          readMIG,
+	DeviceClass:  readDeviceClass,
 }
 
 // vgpuKeys names the resources of a dialect built from a GPU count, memory

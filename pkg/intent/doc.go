@@ -1,7 +1,9 @@
 // Package intent reads the GPU requests of a pod, in whichever dialect its
 // author wrote them (gpuadmit's own resources, nvidia.com/gpu, MIG, HAMi,
-// Alibaba gpushare, KAI annotations, Volcano vGPU), into one normalized
-// Request per container, plus the pod-level hints the policy may read.
+// Alibaba gpushare, KAI annotations, Volcano vGPU, and gpuadmit's
+// DeviceClasses by their implicit extended resource names
+// deviceclass.resource.kubernetes.io/<class>), into one normalized Request
+// per container, plus the pod-level hints the policy may read.
 //
 // Read validates as it reads: a request that is malformed, contradictory or
 // out of range comes back as a field.ErrorList whose paths point at the

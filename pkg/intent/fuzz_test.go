@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,23 @@ var fuzzKeys = []corev1.ResourceName{
 	ResourceNativeGPU, ResourceNativeGPUMemory, ResourceShareMemory, ResourceNVIDIAGPU,
 	ResourceHAMiMemory, ResourceHAMiMemoryPercentage, ResourceHAMiCores, ResourceGPUShareMemory,
 	ResourceVolcanoNumber, ResourceVolcanoMemory, ResourceVolcanoCores, "cpu", "", ResourceNVIDIAReplica,
+	ResourceHAMiPriority, ResourceVolcanoMemoryPercentage, ResourceVolcanoShareMemory, ResourceVolcanoShareNumber,
+	ResourceDeviceClassPrefix + DeviceClassGPU, ResourceDeviceClassPrefix + DeviceClassShare, fuzzMIGClass,
+	ResourceDeviceClassPrefix + "fpga.example.com",
+}
+
+// fuzzMIGClass stands for gpuadmit's DeviceClass of the fuzzed MIG profile,
+// by its implicit extended resource name.
+const fuzzMIGClass = "deviceclass-mig"
+
+// TestFuzzKeysCoverEveryResource: FuzzRead picks from every GPU resource
+// name intent reads, the implicit DeviceClass names included.
+func TestFuzzKeysCoverEveryResource(t *testing.T) {
+	for _, k := range append(Resources(), DeviceClassResources()...) {
+		if !slices.Contains(fuzzKeys, k) {
+			t.Errorf("fuzzKeys lacks %s", k)
+		}
+	}
 }
 
 // fuzzAnnotations are the annotations FuzzRead may set, one bit of a mask each.
@@ -28,6 +46,15 @@ func FuzzRead(f *testing.F) {
 	f.Add(byte(12), "2", byte(12), "1", byte(6), "a", "a", "1g.10gb+me", uint8(0x0b), "1", "2048", "3", "a", "Bad")
 	f.Add(byte(8), "2", byte(9), "4096", byte(2), "main", "side", "7g.141gb", uint8(0x7f), "abc", "-1", "", "x", "mig")
 	f.Add(byte(13), "2", byte(3), "1", byte(0), "a", "b", "1g.10gb", uint8(0x20), "0.5", "100", "2", "a", "whole")
+	// The keys added after the first seeds, each once: HAMi's priority,
+	// Volcano's percentage and older share plugin, and the implicit
+	// DeviceClass names (gpuadmit's whole-GPU, share and MIG classes, another driver's).
+	f.Add(byte(14), "1", byte(3), "1", byte(0), "a", "b", "1g.10gb", uint8(0), "", "", "", "", "")
+	f.Add(byte(15), "50", byte(9), "1", byte(1), "a", "b", "1g.10gb", uint8(0), "", "", "", "", "")
+	f.Add(byte(16), "4096", byte(17), "2", byte(0), "a", "b", "1g.10gb", uint8(0), "", "", "", "", "")
+	f.Add(byte(18), "8", byte(19), "1", byte(0), "a", "b", "1g.10gb", uint8(0x20), "", "", "", "", "whole")
+	f.Add(byte(20), "1", byte(21), "1", byte(2), "a", "b", "1g.10gb.me", uint8(0), "", "", "", "", "")
+	f.Add(byte(18), "1", byte(3), "1", byte(12), "a", "b", "2g.20gb", uint8(0), "", "", "", "", "")
 	f.Fuzz(func(t *testing.T, k1 byte, q1 string, k2 byte, q2 string, layout byte,
 		name1, name2, profile string, annMask uint8, frac, mem, num, cname, hint string) {
 		qa, err1 := resource.ParseQuantity(q1)
@@ -81,8 +108,11 @@ func FuzzRead(f *testing.F) {
 // fuzzKey picks a resource name by b; the MIG choice uses profile.
 func fuzzKey(b byte, profile string) corev1.ResourceName {
 	k := fuzzKeys[int(b)%len(fuzzKeys)]
-	if k == "" {
+	switch k {
+	case "":
 		return corev1.ResourceName(ResourceMIGPrefix + profile)
+	case fuzzMIGClass:
+		return corev1.ResourceName(ResourceDeviceClassPrefix + deviceClassMIGPrefix + profile + DeviceClassSuffix)
 	}
 	return k
 }

@@ -109,7 +109,8 @@ func Resources() []corev1.ResourceName {
 }
 
 // IsGPUResource reports whether name is a GPU resource of any dialect,
-// including every nvidia.com/mig-* name, valid profile or not.
+// including every nvidia.com/mig-* name, valid profile or not, and the
+// implicit extended resource of every gpuadmit DeviceClass (IsDeviceClassResource).
 func IsGPUResource(name corev1.ResourceName) bool {
 	return dialectOf(name) != ""
 }
@@ -118,6 +119,9 @@ func IsGPUResource(name corev1.ResourceName) bool {
 func dialectOf(name corev1.ResourceName) Dialect {
 	if strings.HasPrefix(string(name), ResourceMIGPrefix) {
 		return MIG
+	}
+	if IsDeviceClassResource(name) {
+		return DeviceClass
 	}
 	return dialectKeys[name]
 }

@@ -34,6 +34,9 @@ func unitOf(key corev1.ResourceName) unit {
 	case ResourceShareMemory, ResourceGPUShareMemory:
 		return unit{"counts GiB of GPU memory", 1, MaxMemoryMiB >> 10, 1 << 30}
 	}
+	if IsDeviceClassResource(key) {
+		return unit{"counts devices of the DeviceClass", 1, MaxCount, 0}
+	}
 	return unit{"counts MIG slices", 1, MaxCount, 0}
 }
 

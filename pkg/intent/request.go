@@ -28,6 +28,9 @@ const (
 	// VolcanoShare is Volcano's older GPU share plugin: volcano.sh/gpu-memory
 	// (MiB of one GPU) or volcano.sh/gpu-number (whole GPUs).
 	VolcanoShare Dialect = "volcano-share"
+	// DeviceClass is deviceclass.resource.kubernetes.io/<class>: N for one of
+	// gpuadmit's DeviceClasses: whole GPUs or MIG slices (the share class is denied).
+	DeviceClass Dialect = "deviceclass"
 )
 
 // Form is what a request amounts to once its dialect is read away.

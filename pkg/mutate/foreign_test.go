@@ -95,6 +95,8 @@ func TestNoDialectKeyLeftBehind(t *testing.T) {
 		"NVIDIA whole GPUs":           {"nvidia.com/gpu": "2"},
 		"a MIG profile":               {"nvidia.com/mig-1g.10gb": "1"},
 		"a share in gpuadmit's units": {"gpuadmit.io/gpu-mem": "2"},
+		"gpuadmit's whole-GPU class":  {"deviceclass.resource.kubernetes.io/gpu.gpuadmit.io": "1"},
+		"gpuadmit's MIG class":        {"deviceclass.resource.kubernetes.io/mig-1g.10gb.gpuadmit.io": "1"},
 	}
 	for name, limits := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -123,7 +125,8 @@ func leftBehind(c corev1.Container) []string {
 	for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 		for k := range l {
 			foreign := strings.HasPrefix(string(k), "nvidia.com/") || strings.HasPrefix(string(k), "volcano.sh/") ||
-				strings.HasPrefix(string(k), "aliyun.com/") || strings.HasPrefix(string(k), "gpuadmit.io/")
+				strings.HasPrefix(string(k), "aliyun.com/") || strings.HasPrefix(string(k), "gpuadmit.io/") ||
+				strings.HasPrefix(string(k), intent.ResourceDeviceClassPrefix)
 			if foreign && !written(string(k)) {
 				out = append(out, string(k))
 			}

@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
 // FuzzHandler sends arbitrary request bodies through the webhook: it never
@@ -77,6 +80,7 @@ func FuzzGPUPodInReview(f *testing.F) {
 	f.Add("nvidia.com/mig-1g.18gb", "1", "nvidia.com/gpumem-percentage", "50", "gpu-fraction-num-devices", "2")
 	f.Add("nvidia.com/gpu.shared", "2", "nvidia.com/gpu", "1", "gpuadmit.io/backend", "time-sliced")
 	f.Add("nvidia.com/gpu.shared", "1", "gpuadmit.io/gpu-memory", "8Gi", "nvidia.com/vgpu-mode", "mig")
+	addNameSeeds(f)
 	var review map[string]any
 	if err := json.Unmarshal(reviewFiles(f)["hami-create"], &review); err != nil {
 		f.Fatal(err)
@@ -103,8 +107,54 @@ func FuzzGPUPodInReview(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkAnswer(t, serve(wh, "application/json", body))
+		r := checkAnswer(t, serve(wh, "application/json", body))
+		if r.Allowed {
+			checkNoImplicitClass(t, patched(t, obj, r.Patch))
+		}
 	})
+}
+
+// addNameSeeds seeds FuzzGPUPodInReview with every resource and annotation
+// name the webhook knows, the implicit DeviceClass names of gpuadmit's
+// classes and another driver's among them: each resource beside
+// nvidia.com/gpu, each annotation on a pod asking for one GPU.
+func addNameSeeds(f *testing.F) {
+	resources := append(intent.Resources(), intent.DeviceClassResources()...)
+	resources = append(resources, intent.ResourceMIGPrefix+"1g.10gb",
+		intent.ResourceDeviceClassPrefix+"mig-1g.10gb.gpuadmit.io", intent.ResourceDeviceClassPrefix+"mig-3g.40gb.gpuadmit.io",
+		intent.ResourceDeviceClassPrefix+"x.gpuadmit.io", intent.ResourceDeviceClassPrefix+"fpga.example.com",
+		inventory.ResourceMemoryMiB, corev1.ResourceName(inventory.ModelResource("H100-80GB")))
+	for _, r := range resources {
+		f.Add(string(r), "1", "nvidia.com/gpu", "1", "gpuadmit.io/class", "training")
+	}
+	for _, k := range []string{intent.AnnotationClass, intent.AnnotationBackend, intent.AnnotationModel,
+		intent.AnnotationKAIFraction, intent.AnnotationKAIMemory, intent.AnnotationKAINumDevices, intent.AnnotationKAIContainerName,
+		intent.AnnotationHAMiUseType, intent.AnnotationHAMiNoUseType, intent.AnnotationHAMiMode, intent.AnnotationVolcanoMode,
+		intent.AnnotationHAMiUseUUID, intent.AnnotationHAMiNoUseUUID, intent.AnnotationVolcanoUseUUID, intent.AnnotationVolcanoNoUseUUID,
+		intent.AnnotationHAMiGPUPolicy, intent.AnnotationHAMiNodePolicy, intent.AnnotationHAMiNUMABind, intent.AnnotationVolcanoPodGroupPolicy,
+		AnnotationDecision, AnnotationRequest, AnnotationWritten, AnnotationMAC} {
+		f.Add(intent.ResourceDeviceClassPrefix+intent.DeviceClassGPU, "1", "", "", k, "1")
+	}
+}
+
+// checkNoImplicitClass fails when an admitted pod still asks for one of
+// gpuadmit's DeviceClasses by its implicit name: the scheduler would turn
+// it into a claim outside the policy and the accounting.
+func checkNoImplicitClass(t *testing.T, raw []byte) {
+	t.Helper()
+	var p corev1.Pod
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatalf("decode the admitted pod: %v", err)
+	}
+	for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+		for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+			for k := range l {
+				if intent.IsDeviceClassResource(k) {
+					t.Errorf("admitted with container %q still asking %s", c.Name, k)
+				}
+			}
+		}
+	}
 }
 
 // fuzzWebhook lets panics through, so that the fuzzer sees them. Every

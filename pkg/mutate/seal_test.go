@@ -129,6 +129,13 @@ func TestSealedRecordIsTiedToThePod(t *testing.T) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{
 				Limits: list(map[string]string{"nvidia.com/gpu": "8"})}})
 		}, "spec.containers[1].resources.limits[nvidia.com/gpu]"},
+		"gpuadmit's class by its implicit name": {func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits["deviceclass.resource.kubernetes.io/gpu.gpuadmit.io"] = *resourceQuantity(8)
+		}, "spec.containers[0].resources.limits[deviceclass.resource.kubernetes.io/gpu.gpuadmit.io]"},
+		"a MIG class by its implicit name, in another container": {func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "side", Resources: corev1.ResourceRequirements{
+				Requests: list(map[string]string{"deviceclass.resource.kubernetes.io/mig-7g.80gb.gpuadmit.io": "1"})}})
+		}, "spec.containers[1].resources.requests[deviceclass.resource.kubernetes.io/mig-7g.80gb.gpuadmit.io]"},
 		"a changed nodeSelector": {func(p *corev1.Pod) {
 			p.Spec.NodeSelector[inventory.LabelProduct] = "Tesla-T4"
 		}, "spec.nodeSelector[" + inventory.LabelProduct + "]"},
