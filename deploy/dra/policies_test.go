@@ -84,7 +84,7 @@ func TestPoliciesAreBoundToDeny(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"gpuadmit-agent-dra-own-node", "gpuadmit-agent-dra-own-slices", "gpuadmit-dra-claims"}
+	want := []string{"gpuadmit-agent-dra-own-node", "gpuadmit-agent-dra-own-slices", "gpuadmit-dra-claims", "gpuadmit-dra-implicit-names"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("policies (-want +got):\n%s", diff)
 	}
@@ -322,5 +322,50 @@ func TestOwnNodePolicy(t *testing.T) {
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: got %q, want %q", name, got, tc.want)
 		}
+	}
+}
+
+// TestImplicitNamesPolicy: a pod created with one of gpuadmit's classes by
+// its implicit extended-resource name (one gpuadmit's webhook did not
+// decide) is refused, naming the container and the name; other drivers'
+// classes, gpuadmit's own resources and updates pass.
+func TestImplicitNamesPolicy(t *testing.T) {
+	e := newEvaluator(t, policy(t, build(t), "gpuadmit-dra-implicit-names"))
+	if ops := e.vap.Spec.MatchConstraints.ResourceRules[0].Operations; !slices.Equal(ops, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+		t.Errorf("operations %v, want CREATE only (an UPDATE refused would keep an old pod's finalizers)", ops)
+	}
+	pod := func(init bool, kind string, names ...string) map[string]any {
+		list := map[string]any{}
+		for _, n := range names {
+			list[n] = "1"
+		}
+		c := map[string]any{"name": "main", "resources": map[string]any{kind: list}}
+		spec := map[string]any{"containers": []any{map[string]any{"name": "side"}, c}}
+		if init {
+			c["name"] = "setup"
+			spec = map[string]any{"containers": []any{map[string]any{"name": "side"}}, "initContainers": []any{c}}
+		}
+		return map[string]any{"spec": spec}
+	}
+	create := map[string]any{"operation": "CREATE"}
+	tests := map[string]struct {
+		pod  map[string]any
+		want string
+	}{
+		"the whole-GPU class by its implicit name": {pod: pod(false, "limits", "cpu", "deviceclass.resource.kubernetes.io/gpu.gpuadmit.io"),
+			want: "container main asks for deviceclass.resource.kubernetes.io/gpu.gpuadmit.io, one of gpuadmit's DeviceClasses"},
+		"a MIG class as a request of an init container": {pod: pod(true, "requests", "deviceclass.resource.kubernetes.io/mig-1g.10gb.gpuadmit.io"),
+			want: "container setup asks for deviceclass.resource.kubernetes.io/mig-1g.10gb.gpuadmit.io"},
+		"another driver's class":    {pod: pod(false, "limits", "deviceclass.resource.kubernetes.io/fpga.example.com")},
+		"gpuadmit's own resources":  {pod: pod(false, "limits", "nvidia.com/gpu", "gpuadmit.io/gpu-memory-mib")},
+		"a pod without any request": {pod: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c"}}}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := e.admit(create, tc.pod, nil)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("admit: %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

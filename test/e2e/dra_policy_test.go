@@ -63,7 +63,7 @@ func draAgentOn(t *testing.T, node string) client.Client {
 // server enforces both policies (it loads them asynchronously).
 func installDRAPolicies(t *testing.T, ctx context.Context) {
 	t.Helper()
-	for _, f := range []string{"rbac.yaml", "own-node-policy.yaml", "claims-policy.yaml"} {
+	for _, f := range []string{"rbac.yaml", "own-node-policy.yaml", "claims-policy.yaml", "implicit-names-policy.yaml"} {
 		if err := env.Apply(ctx, filepath.Join(root, "deploy/dra", f)); err != nil {
 			t.Fatal(err)
 		}

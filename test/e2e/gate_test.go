@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,6 +74,35 @@ func TestGateImplicitDeviceClassName(t *testing.T) {
 // implicit requests: a 0 would refuse the claims gpuadmit's own templates
 // and the scheduler write for the pods gpuadmit admits. If this test starts
 // failing, the key may have become usable as a second line.
+// TestGateImplicitNameOutsideTheWebhook: a pod the webhook never sees (here
+// in kube-system, which its configuration excludes) asking for gpuadmit's
+// class by its implicit name is refused by deploy/dra's
+// implicit-names policy in the real API server; another driver's class
+// passes there, and a pod the webhook rewrote passes the policy.
+func TestGateImplicitNameOutsideTheWebhook(t *testing.T) {
+	ctx := context.Background()
+	installDRAPolicies(t, ctx)
+	var err error
+	waitFor(t, "the implicit-names policy to refuse", 30*time.Second, func() (bool, string) {
+		err = env.Client.Create(ctx, gpuPod("kube-system", "implicit", map[string]string{implicitGPU: "1"}), client.DryRunAll)
+		return apierrors.IsForbidden(err), "dry-run create: " + errString(err)
+	})
+	for _, want := range []string{"container main asks for " + implicitGPU, "did not decide"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q, want it to say %q", err, want)
+		}
+	}
+	if err := env.Client.Create(ctx, gpuPod("kube-system", "other", map[string]string{implicitOther: "1"}), client.DryRunAll); err != nil {
+		t.Errorf("another driver's class in kube-system: %v", err)
+	}
+	ns := draNamespace(t, ctx, "gate-vap")
+	whole := gpuPod(ns, "whole", map[string]string{implicitGPU: "1"})
+	waitFor(t, "the webhook to rewrite the implicit name, and the policy to let it pass", 30*time.Second, func() (bool, string) {
+		err := env.Client.Create(ctx, whole.DeepCopy(), client.DryRunAll)
+		return err == nil, errString(err)
+	})
+}
+
 func TestGateImplicitNameQuota(t *testing.T) {
 	ctx := context.Background()
 	ns := draNamespace(t, ctx, "gate-quota")
