@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err != nil {
 		return err
 	}
-	mgr, err := newManager(cfg, scheme, opts, cw)
+	mgr, err := newManager(cfg, scheme, opts, cw, log)
 	if err != nil {
 		return err
 	}
@@ -164,10 +164,11 @@ func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine,
 	return nil
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher) (manager.Manager, error) {
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
 	timeout := opts.ShutdownTimeout
 	return ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  scheme,
+		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  "0", // probes are served by probes, with detail
 		PprofBindAddress:        opts.PprofAddr,
