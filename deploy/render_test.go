@@ -26,7 +26,9 @@ const (
 	tlsSecretName   = "gpuadmit-webhook-tls"
 	recordKeySecret = "gpuadmit-record-key"
 	serviceAccount  = "gpuadmit"
-	image           = "ghcr.io/gpuadmit/gpuadmit:v0.1.0"
+	// controllerAccount runs the reconcilers, the only writer of the two.
+	controllerAccount = "gpuadmit-controller"
+	image             = "ghcr.io/gpuadmit/gpuadmit:v0.1.0"
 )
 
 // key names one rendered object.

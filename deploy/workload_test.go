@@ -29,62 +29,121 @@ func checkCommon(t *testing.T, objs objects, policiesArg string) {
 	get[*corev1.Namespace](t, objs, "Namespace", "", namespace)
 	checkRBAC(t, objs)
 	checkDeployment(t, objs, policiesArg)
+	checkRoles(t, objs, policiesArg)
+	checkControllerPolicy(t, objs)
 	checkService(t, objs)
 	checkPDB(t, objs)
 	checkPriorityClasses(t, objs)
 	checkWebhooks(t, objs)
 }
 
-// checkRBAC: the webhook's only grants are reading nodes and namespaces and
-// recording events, and nothing else in the rendering grants anything.
+// checkRBAC: the webhook's account only reads (and records Events), the
+// controller's writes only ResourceQuotas and ResourceClaimTemplates (which
+// its admission policy narrows to gpuadmit's own), each Lease right is
+// limited to one Lease by name, and nothing else in the rendering grants
+// anything. This is the whole list.
 func checkRBAC(t *testing.T, objs objects) {
 	t.Helper()
+	grants := map[key]string{ // each Role and ClusterRole → the one ServiceAccount bound to it
+		{"ClusterRole", "", "gpuadmit"}:                 serviceAccount,
+		{"Role", namespace, "gpuadmit-webhook"}:         serviceAccount,
+		{"ClusterRole", "", "gpuadmit-controller"}:      controllerAccount,
+		{"Role", namespace, "gpuadmit-leader-election"}: controllerAccount,
+	}
 	for k := range objs {
-		if strings.HasSuffix(k.Kind, "Role") || strings.HasSuffix(k.Kind, "RoleBinding") {
-			cluster := k.Name == "gpuadmit" && (k.Kind == "ClusterRole" || k.Kind == "ClusterRoleBinding")
-			lease := k.Name == "gpuadmit-leader-election" && k.Namespace == namespace && (k.Kind == "Role" || k.Kind == "RoleBinding")
-			if !cluster && !lease {
-				t.Errorf("unexpected %s: gpuadmit's grants are ClusterRole gpuadmit and Role gpuadmit-leader-election", k)
-			}
+		if !strings.HasSuffix(k.Kind, "Role") && !strings.HasSuffix(k.Kind, "RoleBinding") {
+			continue
+		}
+		role := key{strings.TrimSuffix(k.Kind, "Binding"), k.Namespace, k.Name}
+		if _, ok := grants[role]; !ok {
+			t.Errorf("unexpected %s: gpuadmit's grants are ClusterRoles gpuadmit and gpuadmit-controller, Roles gpuadmit-webhook and gpuadmit-leader-election", k)
 		}
 	}
-	role := get[*rbacv1.ClusterRole](t, objs, "ClusterRole", "", "gpuadmit")
+	want := map[key][]string{
+		{"ClusterRole", "", "gpuadmit"}: {
+			"/events:create", "/events:patch",
+			"/namespaces:get", "/namespaces:list", "/namespaces:watch",
+			"/nodes:get", "/nodes:list", "/nodes:watch",
+			"/pods:get", "/pods:list", "/pods:watch",
+			"/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:watch",
+			"events.k8s.io/events:create", "events.k8s.io/events:patch",
+			"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
+			"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
+			"scheduling.k8s.io/priorityclasses:get", "scheduling.k8s.io/priorityclasses:list", "scheduling.k8s.io/priorityclasses:watch",
+		},
+		{"Role", namespace, "gpuadmit-webhook"}: {
+			"coordination.k8s.io/leases[gpuadmit-scheduler]:get", "coordination.k8s.io/leases[gpuadmit-scheduler]:list", "coordination.k8s.io/leases[gpuadmit-scheduler]:watch",
+		},
+		{"ClusterRole", "", "gpuadmit-controller"}: {
+			"/events:create", "/events:patch",
+			"/namespaces:get", "/namespaces:list", "/namespaces:watch",
+			"/pods:get", "/pods:list", "/pods:watch",
+			"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
+			"events.k8s.io/events:create", "events.k8s.io/events:patch",
+			"resource.k8s.io/resourceclaimtemplates:create", "resource.k8s.io/resourceclaimtemplates:delete", "resource.k8s.io/resourceclaimtemplates:get", "resource.k8s.io/resourceclaimtemplates:list", "resource.k8s.io/resourceclaimtemplates:watch",
+		},
+		{"Role", namespace, "gpuadmit-leader-election"}: {
+			"coordination.k8s.io/leases:create",
+			"coordination.k8s.io/leases[gpuadmit-quota]:get", "coordination.k8s.io/leases[gpuadmit-quota]:update",
+		},
+	}
+	for role, wantRules := range want {
+		if diff := cmp.Diff(wantRules, flatRules(t, objs, role)); diff != "" {
+			t.Errorf("%s grants (-want +got):\n%s", role, diff)
+		}
+		checkBinding(t, objs, role, grants[role])
+	}
+	get[*corev1.ServiceAccount](t, objs, "ServiceAccount", namespace, serviceAccount)
+	get[*corev1.ServiceAccount](t, objs, "ServiceAccount", namespace, controllerAccount)
+}
+
+// flatRules lists a Role's or ClusterRole's rules as group/resource[names]:verb, sorted.
+func flatRules(t *testing.T, objs objects, role key) []string {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	if role.Kind == "ClusterRole" {
+		rules = get[*rbacv1.ClusterRole](t, objs, role.Kind, "", role.Name).Rules
+	} else {
+		rules = get[*rbacv1.Role](t, objs, role.Kind, role.Namespace, role.Name).Rules
+	}
 	var got []string
-	for _, r := range role.Rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("rule %+v: resourceNames or nonResourceURLs are not expected", r)
+	for _, r := range rules {
+		if len(r.NonResourceURLs) > 0 {
+			t.Errorf("%s rule %+v: nonResourceURLs are not expected", role, r)
+		}
+		names := ""
+		if len(r.ResourceNames) > 0 {
+			names = "[" + strings.Join(r.ResourceNames, ",") + "]"
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				for _, v := range r.Verbs {
-					got = append(got, g+"/"+res+":"+v)
+					got = append(got, g+"/"+res+names+":"+v)
 				}
 			}
 		}
 	}
-	want := []string{
-		"/events:create", "/events:patch",
-		"/namespaces:get", "/namespaces:list", "/namespaces:watch",
-		"/nodes:get", "/nodes:list", "/nodes:watch",
-		"/pods:get", "/pods:list", "/pods:watch",
-		"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
-		"events.k8s.io/events:create", "events.k8s.io/events:patch",
-		"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
-		"resource.k8s.io/resourceclaimtemplates:create", "resource.k8s.io/resourceclaimtemplates:delete", "resource.k8s.io/resourceclaimtemplates:get", "resource.k8s.io/resourceclaimtemplates:list", "resource.k8s.io/resourceclaimtemplates:watch",
-		"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
-		"scheduling.k8s.io/priorityclasses:get", "scheduling.k8s.io/priorityclasses:list", "scheduling.k8s.io/priorityclasses:watch",
-	}
 	slices.Sort(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ClusterRole gpuadmit grants (-want +got):\n%s", diff)
+	return got
+}
+
+// checkBinding: role is bound, under its own name, to account and no one else.
+func checkBinding(t *testing.T, objs objects, role key, account string) {
+	t.Helper()
+	var ref rbacv1.RoleRef
+	var subjects []rbacv1.Subject
+	if role.Kind == "ClusterRole" {
+		b := get[*rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", role.Name)
+		ref, subjects = b.RoleRef, b.Subjects
+	} else {
+		b := get[*rbacv1.RoleBinding](t, objs, "RoleBinding", role.Namespace, role.Name)
+		ref, subjects = b.RoleRef, b.Subjects
 	}
-	b := get[*rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", "gpuadmit")
-	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gpuadmit"}
-	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: namespace}}
-	if b.RoleRef != wantRef || !cmp.Equal(b.Subjects, wantSubjects) {
-		t.Errorf("ClusterRoleBinding gpuadmit binds %+v to %+v, want %+v to %+v", b.RoleRef, b.Subjects, wantRef, wantSubjects)
+	wantRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: role.Kind, Name: role.Name}
+	wantSubjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: namespace}}
+	if ref != wantRef || !cmp.Equal(subjects, wantSubjects) {
+		t.Errorf("%sBinding %s binds %+v to %+v, want %+v to %+v", role.Kind, role.Name, ref, subjects, wantRef, wantSubjects)
 	}
-	get[*corev1.ServiceAccount](t, objs, "ServiceAccount", namespace, serviceAccount)
 }
 
 func checkDeployment(t *testing.T, objs objects, policiesArg string) {

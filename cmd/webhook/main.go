@@ -16,6 +16,8 @@ import (
 
 func main() {
 	var o webhook.Options
+	var role string
+	flag.StringVar(&role, "role", string(webhook.RoleAll), "what this process runs: webhook (admission reviews only), controller (the quota and claim-template reconcilers only) or all (both, for a development run)")
 	flag.StringVar(&o.Policies, "policies", "", "policy directory or OPA bundle (.tar.gz), watched for changes; default: the embedded default policies")
 	flag.DurationVar(&o.PolicyInterval, "policy-poll-interval", 0, "how often the policy path is checked besides file events (default 10s)")
 	flag.DurationVar(&o.EvalTimeout, "eval-timeout", 0, "time budget of one policy evaluation (default 250ms); keep it well inside the webhook's timeoutSeconds")
@@ -26,7 +28,7 @@ func main() {
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", `Go's /debug/pprof address (for profiling); empty or "0" serves none`)
-	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the quota reconciler on one replica only, elected with a Lease")
+	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the reconcilers on one replica only, elected with a Lease (ignored by --role=webhook)")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
 	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease, which tells whether it runs (default: the namespace the replica runs in)")
 	flag.BoolVar(&o.PodEvents, "pod-events", false, "also record a GPUAdmitted Event for every pod gpuadmit admits (denials, warnings and fallbacks always get one); each is one more API write per pod create")
@@ -35,6 +37,11 @@ func main() {
 	config.RegisterFlags(flag.CommandLine)
 	flag.Parse()
 	o.PodName, o.PodNamespace = os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
+	var err error
+	if o.Role, err = webhook.ParseRole(role); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 
 	log := zap.New(zap.UseFlagOptions(&zopts))
 	ctrl.SetLogger(log)

@@ -20,7 +20,9 @@ import (
 
 // The identities the policies name.
 const (
-	reconciler        = "system:serviceaccount:gpuadmit-system:gpuadmit"
+	reconciler        = "system:serviceaccount:gpuadmit-system:gpuadmit-controller"
+	oldReconciler     = "system:serviceaccount:gpuadmit-system:gpuadmit" // trusted for one release after the split
+	webhook           = "system:serviceaccount:gpuadmit-system:gpuadmit-webhook"
 	claimCtrl         = "system:serviceaccount:kube-system:resource-claim-controller"
 	kcm               = "system:kube-controller-manager"
 	scheduler         = "system:kube-scheduler"
@@ -225,6 +227,8 @@ func TestClaimsPolicy(t *testing.T) {
 		"a class merely containing gpuadmit.io":        {user: admin, object: claim(claimSpec(exactly("gpu", "gpuadmit.io.example.com")))},
 		"a claim without devices":                      {user: admin, object: claim(claimSpec())},
 		"the reconciler's template":                    {user: reconciler, resource: "resourceclaimtemplates", object: template(share)},
+		"the reconciler's template, as it ran before":  {user: oldReconciler, resource: "resourceclaimtemplates", object: template(share)},
+		"a look-alike account":                         {user: webhook, resource: "resourceclaimtemplates", object: template(share), want: denied},
 		"the resource-claim controller's claim":        {user: claimCtrl, object: claim(share)},
 		"the controller-manager's claim":               {user: kcm, object: claim(share)},
 		"the scheduler's extended-resource claim":      {user: scheduler, object: extended(share)},

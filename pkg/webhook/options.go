@@ -9,6 +9,11 @@ import (
 // Options configure Run. The zero value serves the embedded policies on the
 // default ports with certificates from controller-runtime's default directory.
 type Options struct {
+	// Role is which parts run: RoleWebhook serves reviews, RoleController
+	// runs the reconcilers; empty means RoleAll, both in one process (a
+	// development run; a deployment runs the two as separate Deployments
+	// under separate ServiceAccounts).
+	Role Role
 	// Policies is a policy directory or an OPA bundle (.tar.gz); empty means the embedded default set.
 	Policies string
 	// PolicyInterval is how often the policy path is checked besides file events; zero means 10s.
@@ -44,9 +49,10 @@ type Options struct {
 	RecordKeyDir string
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
-	// LeaderElection makes the quota reconciler run on one replica only (the
-	// webhook serves on all); LeaderElectionNamespace holds its Lease, empty
-	// meaning the namespace the replica runs in.
+	// LeaderElection makes the reconcilers run on one replica only (the
+	// webhook serves on all); false runs them on every replica. A Role that
+	// runs no reconciler never leader-elects. LeaderElectionNamespace holds
+	// the Lease, empty meaning the namespace the replica runs in.
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// SchedulerLeaseNamespace holds gpuadmit-scheduler's Lease; while its
@@ -56,6 +62,9 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
+	if o.Role == "" {
+		o.Role = RoleAll
+	}
 	if o.PolicyInterval <= 0 {
 		o.PolicyInterval = 10 * time.Second
 	}

@@ -60,43 +60,93 @@ var certExpiry = prometheus.NewGauge(prometheus.GaugeOpts{
 
 func init() { metrics.Registry.MustRegister(certExpiry) }
 
-// Run serves the webhook until ctx ends, then stops accepting reviews and
-// drains those in flight.
+// Run runs opts.Role's parts of gpuadmit until ctx ends: it serves the
+// webhook (then stops accepting reviews and drains those in flight), runs
+// the reconcilers, or both.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) error {
 	opts.defaults()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	cw, err := certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key"))
-	if err != nil {
-		return fmt.Errorf("serving certificate in %s: %w", opts.CertDir, err)
-	}
-	cw.RegisterCallback(observeExpiry)
-	mgr, err := newManager(cfg, scheme, opts, cw)
+	cw, err := servingCert(opts)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(cw); err != nil {
+	mgr, err := newManager(cfg, scheme, opts, cw, log)
+	if err != nil {
 		return err
+	}
+	if cw != nil {
+		if err := mgr.Add(cw); err != nil {
+			return err
+		}
 	}
 	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: quota.ValidSet})
 	trigger := make(chan event.TypedGenericEvent[*corev1.Namespace], 1024)
-	watcher, err := addPolicies(ctx, mgr, engine, opts, log, resync(mgr, trigger))
+	var onLoad func(*policy.Set)
+	if opts.Role.reconciles() {
+		onLoad = resync(mgr, trigger)
+	}
+	watcher, err := addPolicies(ctx, mgr, engine, opts, log, onLoad)
 	if err != nil {
 		return err
 	}
+	checks := []check{policyCheck(engine, watcher), cacheCheck(mgr)}
+	if opts.Role.reconciles() {
+		if err := addReconcilers(mgr, engine, trigger, log); err != nil {
+			return err
+		}
+	}
+	if opts.Role.serves() {
+		if err := addServing(ctx, mgr, engine, scheme, opts, log); err != nil {
+			return err
+		}
+		checks = append(checks, servingCheck(mgr))
+	}
+	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: checks, log: log}); err != nil {
+		return err
+	}
+	log.Info("starting gpuadmit", "role", opts.Role, "port", opts.Port, "policies", policyName(opts.Policies))
+	return mgr.Start(ctx)
+}
+
+// servingCert watches the serving certificate of a role that serves; nil for the controller.
+func servingCert(opts Options) (*certwatcher.CertWatcher, error) {
+	if !opts.Role.serves() {
+		return nil, nil
+	}
+	cw, err := certwatcher.New(filepath.Join(opts.CertDir, "tls.crt"), filepath.Join(opts.CertDir, "tls.key"))
+	if err != nil {
+		return nil, fmt.Errorf("serving certificate in %s: %w", opts.CertDir, err)
+	}
+	cw.RegisterCallback(observeExpiry)
+	return cw, nil
+}
+
+// addReconcilers adds the writers: the quota reconciler, and the share claim
+// template reconciler where the cluster has DRA. Both run on the leader only.
+func addReconcilers(mgr manager.Manager, engine *policy.Engine, trigger <-chan event.TypedGenericEvent[*corev1.Namespace], log logr.Logger) error {
 	if err := quota.NewReconciler(mgr.GetClient(), engineQuotas{engine}, mgr.GetEventRecorder("gpuadmit-quota")).SetupWithManager(mgr, trigger); err != nil {
 		return err
 	}
-	live, err := addInventory(ctx, mgr, log)
+	dra, err := servesDRA(mgr)
 	if err != nil {
 		return err
 	}
-	if live.Slices != nil { // share claims exist only where the cluster has DRA
-		if err := claim.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gpuadmit-claims"), nil).SetupWithManager(mgr); err != nil {
-			return err
-		}
+	if !dra {
+		log.Info("The cluster serves no resource.k8s.io/v1; no share claim templates to keep")
+		return nil
+	}
+	return claim.NewReconciler(mgr.GetClient(), mgr.GetEventRecorder("gpuadmit-claims"), nil).SetupWithManager(mgr)
+}
+
+// addServing adds what admission reviews read (inventory, record keys, free
+// capacity, gpuadmit-scheduler's Lease) and registers the handlers.
+func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine, scheme *runtime.Scheme, opts Options, log logr.Logger) error {
+	live, err := addInventory(ctx, mgr, log)
+	if err != nil {
+		return err
 	}
 	keys, err := addRecordKeys(mgr, opts, log)
 	if err != nil {
@@ -111,22 +161,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 		return err
 	}
 	registerHandlers(mgr, engine, live, keys, capa, sched, scheme, opts)
-	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: readiness(mgr, engine, watcher), log: log}); err != nil {
-		return err
-	}
-	log.Info("starting gpuadmit webhook", "port", opts.Port, "policies", policyName(opts.Policies))
-	return mgr.Start(ctx)
+	return nil
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher) (manager.Manager, error) {
+func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
 	timeout := opts.ShutdownTimeout
 	return ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  scheme,
+		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  "0", // probes are served by probes, with detail
 		PprofBindAddress:        opts.PprofAddr,
 		GracefulShutdownTimeout: &timeout,
-		LeaderElection:          opts.LeaderElection,
+		LeaderElection:          opts.leaderElects(),
 		LeaderElectionID:        "gpuadmit-quota",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		Cache: cache.Options{
@@ -146,12 +193,21 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 				},
 			},
 		},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    opts.Host,
-			Port:    opts.Port,
-			CertDir: opts.CertDir,
-			TLSOpts: TLSOptions(cw.GetCertificate),
-		}),
+		WebhookServer: webhookServer(opts, cw),
+	})
+}
+
+// webhookServer is the TLS server of a role that serves; nil (a default the
+// manager never starts, as nothing registers with it) for the controller.
+func webhookServer(opts Options, cw *certwatcher.CertWatcher) webhook.Server {
+	if cw == nil {
+		return nil
+	}
+	return webhook.NewServer(webhook.Options{
+		Host:    opts.Host,
+		Port:    opts.Port,
+		CertDir: opts.CertDir,
+		TLSOpts: TLSOptions(cw.GetCertificate),
 	})
 }
 
@@ -299,25 +355,27 @@ func follow(ctx context.Context, mgr manager.Manager, obj client.Object, h tools
 	return err
 }
 
-func readiness(mgr manager.Manager, engine *policy.Engine, w *policy.Watcher) []check {
+// cacheCheck is ready once every informer the role started has synced.
+func cacheCheck(mgr manager.Manager) check {
+	return check{name: "informers", run: func(r *http.Request) (bool, string) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return false, "caches are not synced yet"
+		}
+		return true, "caches synced"
+	}}
+}
+
+// servingCheck is ready once the webhook server serves TLS.
+func servingCheck(mgr manager.Manager) check {
 	started := mgr.GetWebhookServer().StartedChecker()
-	return []check{
-		policyCheck(engine, w),
-		{name: "informers", run: func(r *http.Request) (bool, string) {
-			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
-			defer cancel()
-			if !mgr.GetCache().WaitForCacheSync(ctx) {
-				return false, "node, pod, namespace and priorityclass caches are not synced yet"
-			}
-			return true, "node, pod, namespace and priorityclass caches synced"
-		}},
-		{name: "webhook", run: func(r *http.Request) (bool, string) {
-			if err := started(r); err != nil {
-				return false, err.Error()
-			}
-			return true, "serving TLS"
-		}},
-	}
+	return check{name: "webhook", run: func(r *http.Request) (bool, string) {
+		if err := started(r); err != nil {
+			return false, err.Error()
+		}
+		return true, "serving TLS"
+	}}
 }
 
 func policyName(p string) string {

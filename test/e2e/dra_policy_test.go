@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
 )
 
 // deploy/dra's ValidatingAdmissionPolicies on the real API server: claims and
@@ -27,7 +28,7 @@ import (
 
 // The identities the policies name.
 const (
-	reconcilerUser   = "system:serviceaccount:gpuadmit-system:gpuadmit"
+	reconcilerUser   = "system:serviceaccount:gpuadmit-system:gpuadmit" // the reconciler before the split
 	claimControlUser = "system:serviceaccount:kube-system:resource-claim-controller"
 	draAgentUser     = "system:serviceaccount:gpuadmit-agent:gpuadmit-agent-dra"
 	nodeNameExtra    = "authentication.kubernetes.io/node-name"
@@ -138,6 +139,15 @@ func TestDRAClaimsOfGpuadmitClassesComeOnlyFromGpuadmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The controller's account, which writes the templates since the split
+	// (reconcilerUser, which did before, is trusted for one more release);
+	// its own policy wants gpuadmit's label on them.
+	ctl, err := clientAs(controllerAccount, []string{"system:masters"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctlShare := template(ns, "ctl-share", exactly(dra.ClassShare))
+	ctlShare.Labels = map[string]string{claim.ManagedBy: "gpuadmit"}
 	tests := map[string]struct {
 		as     client.Client
 		object client.Object
@@ -152,6 +162,7 @@ func TestDRAClaimsOfGpuadmitClassesComeOnlyFromGpuadmit(t *testing.T) {
 		"an admin's claim of another driver":    {as: env.Client, object: newClaim(ns, "admin-other", exactly("other.example.com"))},
 		"an admin's template of another driver": {as: env.Client, object: template(ns, "admin-other", firstAvailable("other.example.com"))},
 		"the reconciler's share template":       {as: rec, object: template(ns, "rec-share", exactly(dra.ClassShare))},
+		"the controller's share template":       {as: ctl, object: ctlShare},
 		"the resource-claim controller's claim": {as: controller, object: newClaim(ns, "ctrl-share", exactly(dra.ClassShare))},
 	}
 	for name, tc := range tests {

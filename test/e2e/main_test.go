@@ -67,7 +67,7 @@ func run(m *testing.M, bin string) int {
 
 // dumpLogs prints the end of every component's log after a failure.
 func dumpLogs() {
-	for _, c := range []string{"webhook", "kube-scheduler", gpuadmitScheduler, "kube-controller-manager", "kwok", "kube-apiserver"} {
+	for _, c := range []string{"webhook", "controller", "kube-scheduler", gpuadmitScheduler, "kube-controller-manager", "kwok", "kube-apiserver"} {
 		fmt.Fprintf(os.Stderr, "\n===== last lines of %s (%s) =====\n%s\n", c, filepath.Join(env.LogDir, c+".log"), env.Tail(c, 40))
 	}
 }

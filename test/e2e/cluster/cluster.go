@@ -66,10 +66,11 @@ type Cluster struct {
 	Kubeconfig string // path of an admin kubeconfig
 	LogDir     string
 
-	env     *envtest.Environment
-	opts    Options
-	procs   []*proc
-	webhook *runningWebhook
+	env        *envtest.Environment
+	opts       Options
+	procs      []*proc
+	webhook    *runningWebhook
+	controller *runningWebhook
 }
 
 // Start brings the control plane up and waits until gpuadmit is ready. On
@@ -272,17 +273,20 @@ func (c *Cluster) Tail(component string, lines int) string {
 	return tail(filepath.Join(c.LogDir, component+".log"), lines)
 }
 
-// webhookUser is the identity gpuadmit's webhook runs as: its ServiceAccount
-// in deploy/base, so that a grant missing from deploy/base/rbac.yaml fails here.
+// webhookUser and controllerUser are the identities gpuadmit's webhook and
+// controller run as: their ServiceAccounts in deploy/base, so that a grant
+// missing from deploy/base/rbac.yaml fails here.
 const (
 	webhookNamespace = "gpuadmit-system"
 	webhookUser      = "system:serviceaccount:" + webhookNamespace + ":gpuadmit"
+	controllerUser   = "system:serviceaccount:" + webhookNamespace + ":gpuadmit-controller"
 )
 
-// grantWebhook creates deploy/base's namespace, ServiceAccount and RBAC, and
-// the policy that guards gpuadmit's record (it runs in the API server).
+// grantWebhook creates deploy/base's namespace, ServiceAccounts and RBAC, the
+// policy that guards gpuadmit's record and the one that keeps the
+// controller to what gpuadmit owns (both run in the API server).
 func (c *Cluster) grantWebhook(ctx context.Context) error {
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "recordpolicy.yaml"} {
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "recordpolicy.yaml", "controller-policy.yaml"} {
 		if err := c.Apply(ctx, filepath.Join(c.opts.Root, "deploy/base", f)); err != nil {
 			return err
 		}

@@ -3,10 +3,11 @@
 // controller-runtime's envtest), kube-scheduler, kube-controller-manager
 // (resourcequota, namespace, garbagecollector, serviceaccount-token,
 // serviceaccount, resourceclaim, replicaset, job, statefulset and
-// daemonset controllers), kwok managing fake GPU nodes, and gpuadmit's
-// webhook, registered with the webhook configuration from deploy/base. The
-// webhook runs in process, or as its own cmd/webhook process when
-// Options.WebhookBinary names one (the admission benchmark measures it so).
+// daemonset controllers), kwok managing fake GPU nodes, and gpuadmit as
+// deploy/base runs it: the webhook (registered with the webhook configuration
+// from deploy/base) and the controller, each as its own ServiceAccount. They
+// run in process, or as cmd/webhook processes when Options.WebhookBinary
+// names one (the admission benchmark measures it so).
 // Every port is chosen free at start; Stop ends every process. Options add
 // API server flags and controllers, for a control plane that real kubelets
 // join (package node).

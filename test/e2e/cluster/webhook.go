@@ -34,25 +34,27 @@ type runningWebhook struct {
 	stop    func()       // stops it and waits for it to drain
 }
 
-// StartWebhook runs gpuadmit's webhook with the serving certificate envtest
-// registered, and waits until its /readyz passes.
+// StartWebhook runs gpuadmit as it is deployed, two parts under two
+// ServiceAccounts: the webhook (--role=webhook) with the serving certificate
+// envtest registered, and the controller (--role=controller, the
+// reconcilers), and waits until both pass /readyz.
 func (c *Cluster) StartWebhook(ctx context.Context) error {
 	if err := c.StartWebhookUnready(ctx); err != nil {
 		return err
 	}
-	return c.webhook.waitReady(30 * time.Second)
+	if err := c.webhook.waitReady(30 * time.Second); err != nil {
+		return err
+	}
+	return c.controller.waitReady(30 * time.Second)
 }
 
-// StartWebhookUnready runs gpuadmit's webhook and returns at once, for tests
-// of a replica that never becomes ready (no policy set it can activate).
-// It runs in this process, or as Options.WebhookBinary when that is set.
+// StartWebhookUnready runs gpuadmit's webhook and controller and returns at
+// once, for tests of a replica that never becomes ready (no policy set it
+// can activate). They run in this process, or as Options.WebhookBinary when
+// that is set.
 func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
 	if c.webhook != nil {
 		return errors.New("the webhook is already running")
-	}
-	probe, err := freeAddr()
-	if err != nil {
-		return err
 	}
 	keyDir, err := c.recordKeyDir()
 	if err != nil {
@@ -62,31 +64,64 @@ func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
 	opts := webhook.Options{
 		Policies: c.opts.Policies, PolicyInterval: time.Second, RecordKeyDir: keyDir,
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
-		MetricsAddr: "0", ProbeAddr: probe, ShutdownTimeout: 5 * time.Second,
+		MetricsAddr: "0", ShutdownTimeout: 5 * time.Second,
 		PodEvents: c.opts.PodEvents,
 	}
-	if c.opts.WebhookBinary != "" {
-		c.webhook, err = c.startWebhookProcess(opts)
+	if c.webhook, err = c.startPart(ctx, parts[0], opts); err != nil {
 		return err
 	}
-	c.webhook, err = c.startWebhookInProcess(ctx, opts)
-	return err
+	if c.controller, err = c.startPart(ctx, parts[1], opts); err != nil {
+		c.StopWebhook()
+		return err
+	}
+	return nil
 }
 
-// startWebhookInProcess runs webhook.Run in a goroutine, impersonating
-// gpuadmit's ServiceAccount, logging to webhook.log.
-func (c *Cluster) startWebhookInProcess(ctx context.Context, opts webhook.Options) (*runningWebhook, error) {
-	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+// part is one of gpuadmit's Deployments: its role, the ServiceAccount it
+// runs as, and its manifest and container in deploy/base.
+type part struct {
+	role                webhook.Role
+	user, account       string
+	manifest, container string
+}
+
+// parts are the webhook and the controller, as deploy/base runs them.
+var parts = []part{
+	{role: webhook.RoleWebhook, user: webhookUser, account: "gpuadmit", manifest: "deploy/base/deployment.yaml", container: "webhook"},
+	{role: webhook.RoleController, user: controllerUser, account: "gpuadmit-controller", manifest: "deploy/base/controller.yaml", container: "controller"},
+}
+
+// startPart runs one part with its own probe address, logging to
+// <container>.log.
+func (c *Cluster) startPart(ctx context.Context, p part, opts webhook.Options) (*runningWebhook, error) {
+	probe, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	opts.Role, opts.ProbeAddr = p.role, probe
+	if c.opts.WebhookBinary != "" {
+		return c.startWebhookProcess(p, opts)
+	}
+	return c.startWebhookInProcess(ctx, p, opts)
+}
+
+// startWebhookInProcess runs webhook.Run in a goroutine, impersonating the
+// part's ServiceAccount, logging to its file.
+func (c *Cluster) startWebhookInProcess(ctx context.Context, p part, opts webhook.Options) (*runningWebhook, error) {
+	logf, err := os.OpenFile(filepath.Join(c.LogDir, p.container+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	log := zap.New(zap.WriteTo(logf), zap.UseDevMode(false))
-	// client-go (klog) and controller-runtime internals log to the webhook's file too.
-	klog.SetLogger(log)
-	ctrl.SetLogger(log)
+	if p.role == webhook.RoleWebhook {
+		// client-go (klog) and controller-runtime internals without a
+		// logger of their own log to the webhook's file.
+		klog.SetLogger(log)
+		ctrl.SetLogger(log)
+	}
 	cfg := rest.CopyConfig(c.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhookUser}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: p.user}
 	done := make(chan struct{})
 	var runErr error
 	go func() { runErr = webhook.Run(wctx, cfg, opts, log); close(done) }()
@@ -95,7 +130,7 @@ func (c *Cluster) startWebhookInProcess(ctx context.Context, opts webhook.Option
 		exited: func() error {
 			select {
 			case <-done:
-				return fmt.Errorf("webhook exited: %w", runErr)
+				return fmt.Errorf("%s exited: %w", p.container, runErr)
 			default:
 				return nil
 			}
@@ -113,11 +148,11 @@ func (c *Cluster) startWebhookInProcess(ctx context.Context, opts webhook.Option
 
 // startWebhookProcess runs Options.WebhookBinary (cmd/webhook) with the
 // flags a Deployment would give it, the environment deploy/base's gives it
-// (deploymentEnv), opts' settings, a kubeconfig of
-// gpuadmit's ServiceAccount and /metrics on a free loopback port. It logs
-// to webhook.log and is stopped with SIGTERM, as a kubelet stops it.
-func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, error) {
-	kubeconfig, err := c.webhookKubeconfig()
+// (deploymentEnv), opts' settings, a kubeconfig of the part's
+// ServiceAccount and /metrics on a free loopback port. It logs to
+// <container>.log and is stopped with SIGTERM, as a kubelet stops it.
+func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWebhook, error) {
+	kubeconfig, err := c.accountKubeconfig(p)
 	if err != nil {
 		return nil, err
 	}
@@ -126,29 +161,32 @@ func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, er
 		return nil, err
 	}
 	args := []string{
+		"--role=" + string(p.role),
 		"--kubeconfig=" + kubeconfig,
 		"--policy-poll-interval=" + opts.PolicyInterval.String(),
-		"--record-key-dir=" + opts.RecordKeyDir,
-		"--host=" + opts.Host, "--port=" + strconv.Itoa(opts.Port), "--cert-dir=" + opts.CertDir,
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + opts.ProbeAddr,
-		"--pod-events=" + strconv.FormatBool(opts.PodEvents),
+	}
+	if p.role == webhook.RoleWebhook {
+		args = append(args, "--record-key-dir="+opts.RecordKeyDir,
+			"--host="+opts.Host, "--port="+strconv.Itoa(opts.Port), "--cert-dir="+opts.CertDir,
+			"--pod-events="+strconv.FormatBool(opts.PodEvents))
 	}
 	if opts.Policies != "" {
 		args = append(args, "--policies="+opts.Policies)
 	}
-	if c.opts.WebhookPprof != "" {
+	if c.opts.WebhookPprof != "" && p.role == webhook.RoleWebhook {
 		args = append(args, "--pprof-bind-address="+c.opts.WebhookPprof)
 	}
-	logf, err := os.OpenFile(filepath.Join(c.LogDir, "webhook.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logf, err := os.OpenFile(filepath.Join(c.LogDir, p.container+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	env, err := deploymentEnv(filepath.Join(c.opts.Root, "deploy/base/deployment.yaml"))
+	env, err := deploymentEnv(filepath.Join(c.opts.Root, p.manifest), p.container)
 	if err != nil {
 		logf.Close()
 		return nil, err
 	}
-	p, err := startProcEnv(c.opts.WebhookBinary, "webhook", logf, env, args...)
+	proc, err := startProcEnv(c.opts.WebhookBinary, p.container, logf, env, args...)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
 	}
@@ -156,26 +194,26 @@ func (c *Cluster) startWebhookProcess(opts webhook.Options) (*runningWebhook, er
 		probe: opts.ProbeAddr, metrics: metrics,
 		exited: func() error {
 			select {
-			case <-p.done:
-				return fmt.Errorf("webhook exited (%s): %s", p.cmd.ProcessState, c.Tail("webhook", 5))
+			case <-proc.done:
+				return fmt.Errorf("%s exited (%s): %s", p.container, proc.cmd.ProcessState, c.Tail(p.container, 5))
 			default:
 				return nil
 			}
 		},
-		stop: p.stop,
+		stop: proc.stop,
 	}, nil
 }
 
-// webhookKubeconfig writes, once per cluster, a kubeconfig whose client
-// certificate names gpuadmit's ServiceAccount and its groups (what its
+// accountKubeconfig writes, once per cluster, a kubeconfig whose client
+// certificate names the part's ServiceAccount and its groups (what its
 // token would say), outside system:masters, so deploy/base's RBAC applies
-// as it does to the in-process webhook's impersonation.
-func (c *Cluster) webhookKubeconfig() (string, error) {
-	path := filepath.Join(c.LogDir, "gpuadmit.kubeconfig")
+// as it does to the in-process parts' impersonation.
+func (c *Cluster) accountKubeconfig(p part) (string, error) {
+	path := filepath.Join(c.LogDir, p.account+".kubeconfig")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	user, err := c.env.AddUser(envtest.User{Name: webhookUser, Groups: []string{
+	user, err := c.env.AddUser(envtest.User{Name: p.user, Groups: []string{
 		"system:serviceaccounts", "system:serviceaccounts:" + webhookNamespace,
 	}}, nil)
 	if err != nil {
@@ -225,13 +263,14 @@ func (w *runningWebhook) waitReady(timeout time.Duration) error {
 	return fmt.Errorf("webhook not ready after %s", timeout)
 }
 
-// StopWebhook stops gpuadmit and waits for it to drain.
+// StopWebhook stops gpuadmit's webhook and controller and waits for them to drain.
 func (c *Cluster) StopWebhook() {
-	if c.webhook == nil {
-		return
+	for _, w := range []**runningWebhook{&c.webhook, &c.controller} {
+		if *w != nil {
+			(*w).stop()
+			*w = nil
+		}
 	}
-	c.webhook.stop()
-	c.webhook = nil
 }
 
 // WebhookMetricsURL is the URL of gpuadmit's /metrics when it runs as its
@@ -267,11 +306,11 @@ func (c *Cluster) Readyz() string {
 	return string(b[:n])
 }
 
-// deploymentEnv is the environment deploy/base's Deployment gives the
-// webhook container that a process here can have: literal values, and the
+// deploymentEnv is the environment a deploy/base Deployment gives its
+// container name that a process here can have: literal values, and the
 // container's own resources from the downward API; the pod's name and
 // namespace (fieldRef) are left out.
-func deploymentEnv(path string) ([]string, error) {
+func deploymentEnv(path, name string) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -281,7 +320,7 @@ func deploymentEnv(path string) ([]string, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	for _, c := range d.Spec.Template.Spec.Containers {
-		if c.Name != "webhook" {
+		if c.Name != name {
 			continue
 		}
 		var env []string
@@ -299,7 +338,7 @@ func deploymentEnv(path string) ([]string, error) {
 		}
 		return env, nil
 	}
-	return nil, fmt.Errorf("%s: no container named webhook", path)
+	return nil, fmt.Errorf("%s: no container named %s", path, name)
 }
 
 // memoryValue is what the downward API gives for a container's memory

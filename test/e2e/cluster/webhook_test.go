@@ -11,9 +11,10 @@ import (
 	"testing"
 )
 
-// TestWebhookBinary runs gpuadmit as its own cmd/webhook process, as the
-// admission benchmark does: it becomes ready as its ServiceAccount (its
-// informers list and watch under deploy/base's RBAC), serves its metrics on
+// TestWebhookBinary runs gpuadmit as its own cmd/webhook processes (the
+// webhook and the controller), as the admission benchmark does: each becomes
+// ready as its ServiceAccount (its informers list and watch under
+// deploy/base's RBAC), the webhook serves its metrics on
 // WebhookMetricsURL, stops, and restarts with its log appended. It needs
 // the control-plane binaries `make test` builds; without them it is
 // skipped, unless GPUADMIT_REQUIRE_E2E asks for a failure.
@@ -65,7 +66,7 @@ func TestWebhookBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(log), "starting gpuadmit webhook"); n != 2 {
+	if n := strings.Count(string(log), `"starting gpuadmit"`); n != 2 {
 		t.Errorf("webhook.log holds %d starts, want both runs' (2):\n%s", n, c.Tail("webhook", 20))
 	}
 }

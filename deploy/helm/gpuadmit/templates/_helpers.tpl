@@ -85,3 +85,86 @@ gpuadmit.io/mps: "true"
 {{- define "gpuadmit.schedulerLabels" -}}
 {{ include "gpuadmit.labels" . | replace "app.kubernetes.io/name: gpuadmit" "app.kubernetes.io/name: gpuadmit-scheduler" }}
 {{- end }}
+
+{{/* The controller pods' labels; the same as deploy/base/controller.yaml. */}}
+{{- define "gpuadmit.controllerSelectorLabels" -}}
+app.kubernetes.io/name: gpuadmit
+app.kubernetes.io/component: controller
+{{- end }}
+
+{{/*
+The git-sync native sidecar of policies.source=gitSync, in the webhook's
+and the controller's pods alike (both load the policies): it makes its
+first sync before the main container starts, then keeps /git/current at the
+newest commit.
+*/}}
+{{- define "gpuadmit.gitSyncSidecar" -}}
+{{- if eq .Values.policies.source "gitSync" -}}
+{{- $git := .Values.policies.gitSync -}}
+initContainers:
+  - name: git-sync
+    image: {{ $git.image }}
+    restartPolicy: Always
+    args:
+      - --repo={{ required "policies.gitSync.repo is required" $git.repo }}
+      - --ref={{ $git.ref }}
+      - --root=/git
+      - --link=current
+      - --period={{ $git.period }}
+      - --max-failures=-1
+      - --http-bind=:8082
+    ports:
+      - name: git-sync
+        containerPort: 8082
+        protocol: TCP
+    startupProbe:
+      httpGet:
+        path: /
+        port: git-sync
+      periodSeconds: 2
+      failureThreshold: 150
+    resources:
+      {{- toYaml $git.resources | nindent 6 }}
+    securityContext:
+      runAsUser: 65533
+      runAsGroup: 65533
+      readOnlyRootFilesystem: true
+      allowPrivilegeEscalation: false
+      capabilities:
+        drop: [ALL]
+    volumeMounts:
+      - name: git
+        mountPath: /git
+      - name: git-sync-tmp
+        mountPath: /tmp
+{{- end -}}
+{{- end }}
+
+{{/* Where the main container reads the policies from, for policies.source. */}}
+{{- define "gpuadmit.policyMounts" -}}
+{{- if eq .Values.policies.source "configMap" -}}
+- name: policies
+  mountPath: /policies
+  readOnly: true
+{{- else if eq .Values.policies.source "gitSync" -}}
+- name: git
+  mountPath: /git
+  readOnly: true
+{{- end -}}
+{{- end }}
+
+{{/* The volumes policyMounts and gitSyncSidecar mount. */}}
+{{- define "gpuadmit.policyVolumes" -}}
+{{- if eq .Values.policies.source "configMap" -}}
+- name: policies
+  configMap:
+    name: {{ .Values.policies.configMap.name }}
+{{- else if eq .Values.policies.source "gitSync" -}}
+- name: git
+  emptyDir:
+    sizeLimit: 256Mi
+- name: git-sync-tmp
+  emptyDir:
+    sizeLimit: 64Mi
+{{- end -}}
+{{- end }}

@@ -1,0 +1,223 @@
+package deploy_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// checkRoles: the webhook serves only (--role=webhook, no leader election);
+// the reconcilers run in their own Deployment, gpuadmit-controller, as their
+// own ServiceAccount, leader-elected, loading the same policies as the
+// webhook and mounting neither the serving certificate nor the record key.
+func checkRoles(t *testing.T, objs objects, policiesArg string) {
+	t.Helper()
+	wh := container(t, deployment(t, objs).Containers, "webhook")
+	if !slices.Contains(wh.Args, "--role=webhook") || slices.Contains(wh.Args, "--leader-elect") {
+		t.Errorf("webhook args %q: want --role=webhook and no --leader-elect", wh.Args)
+	}
+	d := get[*appsv1.Deployment](t, objs, "Deployment", namespace, "gpuadmit-controller")
+	if d.Spec.Replicas == nil || *d.Spec.Replicas < 1 || *d.Spec.Replicas > 2 {
+		t.Errorf("controller replicas = %s, want 1 or 2 (one leads)", show(d.Spec.Replicas))
+	}
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != controllerAccount {
+		t.Errorf("controller serviceAccountName = %q, want %q", pod.ServiceAccountName, controllerAccount)
+	}
+	if sel := d.Spec.Selector.MatchLabels; sel["app.kubernetes.io/component"] != "controller" || selects(t, sel) {
+		t.Errorf("controller selector %v: want component controller, not selecting the webhook pods", sel)
+	}
+	checkPodSecurity(t, pod)
+	checkVolumeMounts(t, pod)
+	c := container(t, pod.Containers, "controller")
+	if c.Image != image || !slices.Equal(c.Command, []string{"/gpuadmit-webhook"}) {
+		t.Errorf("controller runs %v from %s, want /gpuadmit-webhook from %s", c.Command, c.Image, image)
+	}
+	for _, want := range []string{"--role=controller", "--leader-elect", "--health-probe-bind-address=:8081"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("controller args %q lack %s", c.Args, want)
+		}
+	}
+	if got := policiesArgs(c.Args); !slices.Equal(got, policiesArgs(wh.Args)) {
+		t.Errorf("controller --policies %q, webhook %q: both must load the same set", got, policiesArgs(wh.Args))
+	}
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/tls" || m.MountPath == "/record-key" {
+			t.Errorf("controller mounts %s: it serves no reviews", m.MountPath)
+		}
+	}
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
+		t.Errorf("controller readinessProbe = %+v, want GET /readyz", p)
+	}
+	checkPolicySource(t, pod, c, policiesArg)
+}
+
+// checkPolicySource: the controller reads the policies where the webhook does.
+func checkPolicySource(t *testing.T, pod corev1.PodSpec, c corev1.Container, policiesArg string) {
+	t.Helper()
+	switch {
+	case strings.HasPrefix(policiesArg, "--policies=/git/"):
+		gs := container(t, pod.InitContainers, "git-sync")
+		if mount(t, pod, gs, "/git").Name != mount(t, pod, c, "/git").Name {
+			t.Errorf("the controller's git-sync and controller do not share /git")
+		}
+	case policiesArg == "--policies=/policies":
+		if v := mount(t, pod, c, "/policies"); v.ConfigMap == nil || v.ConfigMap.Name != "gpuadmit-policies" {
+			t.Errorf("controller /policies is %+v, want ConfigMap gpuadmit-policies", v)
+		}
+	}
+}
+
+func policiesArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if strings.HasPrefix(a, "--policies") {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkControllerPolicy: the ValidatingAdmissionPolicy gpuadmit-controller,
+// bound with Deny, keeps the controller's account to the ResourceQuota named
+// gpuadmit and the templates gpuadmit labels; other users are not matched.
+// Its CEL is evaluated here with plain cel-go; test/e2e's TestGateLeastPrivilege
+// meets the API server's.
+func checkControllerPolicy(t *testing.T, objs objects) {
+	t.Helper()
+	vap := get[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "", "gpuadmit-controller")
+	b := get[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", "", "gpuadmit-controller")
+	if b.Spec.PolicyName != vap.Name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("binding %s: policy %q, actions %v; want %s with [Deny]", b.Name, b.Spec.PolicyName, b.Spec.ValidationActions, vap.Name)
+	}
+	if p := vap.Spec.FailurePolicy; p == nil || *p != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy = %s, want Fail", show(p))
+	}
+	e := newVAPEval(t, vap)
+	type obj = map[string]any
+	owned := obj{"app.kubernetes.io/managed-by": "gpuadmit"}
+	meta := func(name string, labels obj) obj {
+		m := obj{"name": name, "namespace": "team-a"}
+		if labels != nil {
+			m["labels"] = labels
+		}
+		return obj{"metadata": m}
+	}
+	const ctl = "system:serviceaccount:" + namespace + ":" + controllerAccount
+	tests := map[string]struct {
+		user, resource, op string
+		object, oldObject  obj
+		allowed            bool
+	}{
+		"its quota created":                       {user: ctl, resource: "resourcequotas", op: "CREATE", object: meta("gpuadmit", owned), allowed: true},
+		"its quota updated":                       {user: ctl, resource: "resourcequotas", op: "UPDATE", object: meta("gpuadmit", owned), oldObject: meta("gpuadmit", owned), allowed: true},
+		"its quota deleted":                       {user: ctl, resource: "resourcequotas", op: "DELETE", oldObject: meta("gpuadmit", owned), allowed: true},
+		"another quota created":                   {user: ctl, resource: "resourcequotas", op: "CREATE", object: meta("team-limits", owned)},
+		"another quota deleted":                   {user: ctl, resource: "resourcequotas", op: "DELETE", oldObject: meta("team-limits", nil)},
+		"an admin's quota named gpuadmit updated": {user: ctl, resource: "resourcequotas", op: "UPDATE", object: meta("gpuadmit", owned), oldObject: meta("gpuadmit", nil)},
+		"an admin's quota named gpuadmit deleted": {user: ctl, resource: "resourcequotas", op: "DELETE", oldObject: meta("gpuadmit", nil)},
+		"its quota unlabelled":                    {user: ctl, resource: "resourcequotas", op: "UPDATE", object: meta("gpuadmit", nil), oldObject: meta("gpuadmit", owned)},
+		"its template created":                    {user: ctl, resource: "resourceclaimtemplates", op: "CREATE", object: meta("gpuadmit-share-1", owned), allowed: true},
+		"its template deleted":                    {user: ctl, resource: "resourceclaimtemplates", op: "DELETE", oldObject: meta("gpuadmit-share-1", owned), allowed: true},
+		"an unlabelled template created":          {user: ctl, resource: "resourceclaimtemplates", op: "CREATE", object: meta("mine", nil)},
+		"a template labelled otherwise":           {user: ctl, resource: "resourceclaimtemplates", op: "CREATE", object: meta("mine", obj{"app.kubernetes.io/managed-by": "helm"})},
+		"someone else's template deleted":         {user: ctl, resource: "resourceclaimtemplates", op: "DELETE", oldObject: meta("theirs", nil)},
+		"an admin's quota is not matched":         {user: "kubernetes-admin", resource: "resourcequotas", op: "CREATE", object: meta("team-limits", nil), allowed: true},
+		"the webhook's account is not matched":    {user: "system:serviceaccount:" + namespace + ":" + serviceAccount, resource: "resourcequotas", op: "CREATE", object: meta("x", nil), allowed: true},
+	}
+	for name, tc := range tests {
+		req := obj{"operation": tc.op, "namespace": "team-a", "resource": obj{"resource": tc.resource}, "userInfo": obj{"username": tc.user}}
+		var object, oldObject any
+		if tc.object != nil {
+			object = tc.object
+		}
+		if tc.oldObject != nil {
+			oldObject = tc.oldObject
+		}
+		msg := e.admit(req, object, oldObject)
+		if (msg == "") != tc.allowed {
+			t.Errorf("%s: refusal %q, want allowed %v", name, msg, tc.allowed)
+		}
+		if !tc.allowed && !strings.Contains(msg, "gpuadmit-controller writes only") {
+			t.Errorf("%s: message %q does not say what the controller may write", name, msg)
+		}
+	}
+}
+
+// vapEval runs a policy's match conditions, variables and validations in
+// order, with untyped objects.
+type vapEval struct {
+	t   *testing.T
+	env *cel.Env
+	vap *admissionregistrationv1.ValidatingAdmissionPolicy
+}
+
+func newVAPEval(t *testing.T, vap *admissionregistrationv1.ValidatingAdmissionPolicy) vapEval {
+	t.Helper()
+	env, err := cel.NewEnv(cel.OptionalTypes(),
+		cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
+		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vapEval{t: t, env: env, vap: vap}
+}
+
+func (e vapEval) eval(expr string, in map[string]any) (any, error) {
+	e.t.Helper()
+	ast, iss := e.env.Compile(expr)
+	if iss.Err() != nil {
+		e.t.Fatalf("compile %q: %v", expr, iss.Err())
+	}
+	prg, err := e.env.Program(ast)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out, _, err := prg.Eval(in)
+	if err != nil {
+		return nil, err
+	}
+	return out.Value(), nil
+}
+
+// admit is "" when the request passes, else the first failing validation's
+// message (or an evaluation error, which the API server, failurePolicy
+// Fail, also refuses).
+func (e vapEval) admit(req map[string]any, object, oldObject any) string {
+	e.t.Helper()
+	in := map[string]any{"request": req, "object": object, "oldObject": oldObject}
+	for _, mc := range e.vap.Spec.MatchConditions {
+		if ok, err := e.eval(mc.Expression, in); err != nil || ok != true {
+			return ""
+		}
+	}
+	vars := map[string]any{}
+	in["variables"] = vars
+	for _, v := range e.vap.Spec.Variables {
+		out, err := e.eval(v.Expression, in)
+		if err != nil {
+			return "variable " + v.Name + ": " + err.Error()
+		}
+		vars[v.Name] = out
+	}
+	for _, v := range e.vap.Spec.Validations {
+		ok, err := e.eval(v.Expression, in)
+		if err != nil {
+			return err.Error()
+		}
+		if ok == true {
+			continue
+		}
+		msg, err := e.eval(v.MessageExpression, in)
+		if err != nil {
+			return "messageExpression: " + err.Error()
+		}
+		return msg.(string)
+	}
+	return ""
+}
