@@ -14,8 +14,10 @@ import (
 // driver (pkg/agent/dra) runs as they are: NVML, the Node publisher and the
 // health watcher.
 
-// OpenNVML loads and initializes the driver's NVML; the returned func shuts it down.
-func OpenNVML() (nvml.Interface, func(), error) { return openNVML() }
+// OpenNVML loads and initializes the driver's NVML, the library at path or,
+// for an empty path, the one the dynamic loader finds (cdi.Options.NVMLLibrary
+// finds it under a driver root); the returned func shuts it down.
+func OpenNVML(path string) (nvml.Interface, func(), error) { return openNVML(path) }
 
 // NodePublisher writes a node's GPUs on its Node: the gpuadmit.io/gpus
 // annotation and the accounting capacity, which the inventory and quotas

@@ -32,8 +32,10 @@ type Generator struct {
 
 // New returns a generator reading the driver of o through nv, which the
 // caller has initialized (nvcdi initializes and shuts it down again around
-// each query; NVML counts them). It fails when the driver's version cannot
-// be found under the driver root.
+// each query; NVML counts them). It fails, saying which flag to look at,
+// when the edits every GPU needs cannot be made: no driver libraries of
+// NVML's driver version under the driver root, no /dev/nvidiactl under the
+// dev root.
 func New(nv nvml.Interface, o Options) (*Generator, error) {
 	o.defaults()
 	lib, err := nvcdi.New(
@@ -52,13 +54,17 @@ func New(nv nvml.Interface, o Options) (*Generator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nvcdi for driver root %s: %w", o.ContainerDriverRoot, err)
 	}
-	return &Generator{
+	g := &Generator{
 		opts: o, lib: lib, devices: map[string]cdispec.ContainerEdits{},
 		transform: transformroot.NewDriverTransformer(
 			transformroot.WithDriverRoot(o.ContainerDriverRoot), transformroot.WithTargetDriverRoot(o.DriverRoot),
 			transformroot.WithDevRoot(o.containerDevRoot()), transformroot.WithTargetDevRoot(o.DevRoot),
 		),
-	}, nil
+	}
+	if _, err := g.CommonEdits(); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 func uuidNamer() nvcdi.DeviceNamer {

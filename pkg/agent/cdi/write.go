@@ -1,6 +1,7 @@
 package cdi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +10,7 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
-// WriteSpec writes spec to path atomically, at the oldest CDI version that
+// WriteSpec writes spec to path, unless the file holds it already, atomically, at the oldest CDI version that
 // holds it, which every CDI-aware runtime reads: a runtime watching the
 // directory sees the old file or the new one, never half of one.
 func WriteSpec(path string, spec *cdispec.Spec) error {
@@ -21,6 +22,9 @@ func WriteSpec(path string, spec *cdispec.Spec) error {
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode CDI spec %s: %w", path, err)
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil // unchanged: no event for the runtime's watcher
 	}
 	return writeAtomic(path, b)
 }

@@ -25,8 +25,12 @@ const (
 )
 
 // DriverOptions configure a Driver; the zero value uses the default
-// directories, which only a node has.
+// directories, which only a node has, and prepares no claim.
 type DriverOptions struct {
+	// CDI makes the CDI edits of the node's GPUs; Run sets a
+	// cdi.Generator. Nil refuses every claim: for a driver that only
+	// publishes.
+	CDI Edits
 	// DataDir holds the checkpoint (and, under kubeletplugin.Start, the
 	// DRA socket); empty means /var/lib/kubelet/plugins/gpu.gpuadmit.io.
 	DataDir string
@@ -75,8 +79,12 @@ func NewDriver(o DriverOptions) (*Driver, error) {
 }
 
 // SetGPUs takes a discovery and the MIG device UUIDs (nil keeps those of
-// the options) and returns the devices to publish.
+// the options) and returns the devices to publish. The CDI edits are made
+// anew from here on: a GPU's minor number may have changed with its MIG mode.
 func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]string) []resourceapi.Device {
+	if d.opts.CDI != nil {
+		d.opts.CDI.Forget()
+	}
 	o := d.opts.Devices
 	if migUUIDs != nil {
 		o.MIGUUIDs = migUUIDs

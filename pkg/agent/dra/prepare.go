@@ -21,7 +21,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) ([]kubeletplugin.Device, 
 	if err != nil {
 		return nil, fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	if err := writeCDI(d.opts.CDIDir, c.UID, specs); err != nil {
+	if err := d.writeCDI(c.UID, specs); err != nil {
 		return nil, err
 	}
 	next := d.state.clone()
@@ -59,10 +59,13 @@ func (d *Driver) plan(c *resourceapi.ResourceClaim) (preparedClaim, []cdispec.De
 			return pc, nil, fmt.Errorf("device %s: %w", r.Device, err)
 		}
 		used[r.Device] = used[r.Device].add(pd)
-		name := cdiName(c.UID, r.Request, r.Device)
-		pd.CDIDeviceID = cdiID(name)
+		pd.CDIDeviceID = cdiID(cdiName(c.UID, r.Request, r.Device))
+		spec, err := d.cdiDevice(pd, dev)
+		if err != nil {
+			return pc, nil, err
+		}
 		pc.Devices = append(pc.Devices, pd)
-		specs = append(specs, cdispec.Device{Name: name, ContainerEdits: cdiEdits(dev.visible, pd.MemoryMiB)})
+		specs = append(specs, spec)
 	}
 	return pc, specs, nil
 }
