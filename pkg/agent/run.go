@@ -18,7 +18,7 @@ import (
 // Run is the agent on a real node: NVML from the driver, the API server from cfg.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	o.defaults()
-	lib, shutdown, err := openNVML(o.CDI.NVMLLibrary())
+	lib, shutdown, err := openNVML(o.CDI)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 
 // DiscoverNode is Discover with the driver's NVML: what `--discover` prints.
 func DiscoverNode(o Options) (Report, error) {
-	lib, shutdown, err := openNVML(o.CDI.NVMLLibrary())
+	lib, shutdown, err := openNVML(o.CDI)
 	if err != nil {
 		return Report{}, err
 	}
@@ -48,13 +48,16 @@ func DiscoverNode(o Options) (Report, error) {
 	return Discover(lib, o)
 }
 
-// openNVML loads and initializes the driver's NVML: the library at path,
-// or the one the dynamic loader finds for an empty path.
-func openNVML(path string) (nvml.Interface, func(), error) {
+// openNVML loads and initializes the driver's NVML: the libnvidia-ml.so.1
+// under the driver root of c when it is not "/" and has one, else the one
+// the dynamic loader finds.
+func openNVML(c cdi.Options) (nvml.Interface, func(), error) {
 	var opts []nvml.LibraryOption
 	where := "libnvidia-ml.so.1 on the loader's path"
-	if path != "" {
+	if path := c.NVMLLibrary(); path != "" {
 		opts, where = append(opts, nvml.WithLibraryPath(path)), path
+	} else if root := c.AgentDriverRoot(); root != "/" {
+		where = fmt.Sprintf("libnvidia-ml.so.1 on the loader's path, none being under driver root %s", root)
 	}
 	lib := nvml.New(opts...)
 	if err := nvmlError("init", lib.Init()); err != nil {
@@ -79,7 +82,7 @@ func PrintCDI(w io.Writer, o Options, format string) error {
 }
 
 func nodeCDISpec(o Options) (*cdispec.Spec, error) {
-	lib, shutdown, err := openNVML(o.CDI.NVMLLibrary())
+	lib, shutdown, err := openNVML(o.CDI)
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,13 @@ func (o *Options) containerDevRoot() string {
 	return o.DevRoot
 }
 
+// AgentDriverRoot is where the agent sees the driver root: ContainerDriverRoot,
+// or DriverRoot, or "/".
+func (o Options) AgentDriverRoot() string {
+	o.defaults()
+	return o.ContainerDriverRoot
+}
+
 // NVMLLibrary is the driver's libnvidia-ml.so.1 in the agent's view of the
 // driver root, found where NVIDIA's DRA driver looks; empty when the driver
 // root is "/" (the dynamic loader finds it) or it is not there.

@@ -17,7 +17,7 @@ import (
 // the driver under o.CDI's root, the API server from cfg, the kubelet's
 // plugin directories from o.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
-	lib, shutdown, err := agent.OpenNVML(o.CDI.NVMLLibrary())
+	lib, shutdown, err := agent.OpenNVML(o.CDI)
 	if err != nil {
 		return err
 	}
