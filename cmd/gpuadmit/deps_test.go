@@ -33,6 +33,7 @@ func TestLinksNoBenchmarkOrHarness(t *testing.T) {
 		"the end-to-end test cluster": "github.com/gpuadmit/gpuadmit/test",
 		"envtest's control plane":     "sigs.k8s.io/controller-runtime/pkg/envtest",
 		"the plotting library":        "gonum.org/v1/plot",
+		"NVIDIA's container toolkit":  "github.com/NVIDIA/nvidia-container-toolkit",
 	}
 	for what, tree := range forbidden {
 		for _, p := range deps {

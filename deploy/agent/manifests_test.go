@@ -178,13 +178,27 @@ func TestDaemonSetRunsOnDevicePluginNodes(t *testing.T) {
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m.MountPath
 	}
+	hostPaths := map[string]string{}
 	for _, v := range spec.Volumes {
-		if v.HostPath == nil || mounts[v.Name] != v.HostPath.Path {
-			t.Errorf("volume %s: want a hostPath mounted at its own path, got %+v at %q", v.Name, v.VolumeSource, mounts[v.Name])
+		if v.HostPath == nil {
+			t.Errorf("volume %s: want a hostPath, got %+v", v.Name, v.VolumeSource)
+			continue
+		}
+		hostPaths[v.HostPath.Path] = mounts[v.Name]
+	}
+	wantPaths := map[string]string{
+		"/var/lib/kubelet/device-plugins": "/var/lib/kubelet/device-plugins", "/var/run/cdi": "/var/run/cdi", "/": "/driver-root",
+	}
+	if diff := cmp.Diff(wantPaths, hostPaths); diff != "" {
+		t.Errorf("host paths by mount path: the kubelet's device-plugin directory, the CDI directory, the driver root, nothing else (-want +got):\n%s", diff)
+	}
+	for _, flag := range []string{"--cdi-dir=/var/run/cdi", "--driver-root=/", "--container-driver-root=/driver-root"} {
+		if !slices.Contains(c.Args, flag) {
+			t.Errorf("args %v lack %s", c.Args, flag)
 		}
 	}
-	if len(spec.Volumes) != 1 || mounts[spec.Volumes[0].Name] != "/var/lib/kubelet/device-plugins" {
-		t.Errorf("volumes %v: want the kubelet's device-plugin directory, and nothing else", spec.Volumes)
+	if i := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/driver-root" }); i < 0 || !c.VolumeMounts[i].ReadOnly {
+		t.Errorf("mounts %v: want the driver root read-only at /driver-root", c.VolumeMounts)
 	}
 	if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "NODE_NAME" }); i < 0 ||
 		c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {

@@ -72,6 +72,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("discover GPUs: %w", err)
 	}
 	logf.FromContext(ctx).Info("Discovered GPUs", "count", len(gpus), "capacity", Accounting(gpus))
+	if err := a.writeSpec(gpus); err != nil {
+		return fmt.Errorf("CDI spec of the GPUs: %w", err)
+	}
 	a.setGPUs(gpus)
 	g, ctx := errgroup.WithContext(ctx)
 	if !a.opts.PublishOnly {
@@ -174,6 +177,9 @@ func (a *Agent) resyncLoop(ctx context.Context) error {
 		if gpus, err := a.discover.Discover(); err != nil {
 			log.Error(err, "Rediscovering GPUs; keeping the last discovery")
 		} else {
+			if err := a.writeSpec(gpus); err != nil {
+				log.Error(err, "Writing the CDI spec of the GPUs")
+			}
 			a.setGPUs(gpus)
 		}
 		a.markDirty()

@@ -6,11 +6,15 @@ import (
 	"strconv"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi"
 )
 
 // Environment variables Allocate sets in a container.
 const (
-	// EnvVisibleDevices makes the NVIDIA container runtime expose the GPU.
+	// EnvVisibleDevices is what the NVIDIA container runtime in legacy mode
+	// reads to expose GPUs. Allocate sets it to VisibleNone: the GPU comes
+	// as a CDI device.
 	EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 	// EnvMemoryLimitMiB tells the workload (and any in-container enforcer)
 	// how much of the GPU's memory it was given.
@@ -18,6 +22,14 @@ const (
 	// EnvMPSPipeDirectory is where an MPS client finds the control daemon's pipes.
 	EnvMPSPipeDirectory = "CUDA_MPS_PIPE_DIRECTORY"
 )
+
+// VisibleNone is NVIDIA_VISIBLE_DEVICES for "no device": a legacy NVIDIA
+// runtime (or its hook) adds nothing to a container that has it.
+const VisibleNone = "void"
+
+// CDIDevice is the fully qualified CDI device of a GPU in the node's spec
+// (see writeSpec): "gpuadmit.io/gpu=<uuid>".
+func CDIDevice(uuid string) string { return cdi.Kind + "=" + uuid }
 
 // Where an MPS client container sees the control daemon's directories, as
 // NVIDIA's device plugin mounts them: the pipes under /mps, and the daemon's
@@ -67,12 +79,25 @@ func allocationOf(s *snapshot, ids []string) (allocation, error) {
 // response is the kubelet's instructions for one container. With an MPS
 // root (the host directory of the node's MPS control daemon, empty for none)
 // the container is made an MPS client held to its memory.
+//
+// The GPU is the CDI device of its UUID in the node's spec, which the
+// kubelet hands to the runtime in the CRI's CDIDevices (NVIDIA's device
+// plugin calls this its cdi-cri strategy): containerd applies its device
+// nodes, libraries and hooks, with no NVIDIA runtime needed. Unlike that
+// plugin, which leaves the environment alone then, the container also gets
+// NVIDIA_VISIBLE_DEVICES=void: CUDA images set it to "all", and on a node
+// whose runtime ignores CDI devices but runs NVIDIA's legacy hook, "all"
+// would hand the container every GPU; void hands it none (the spec sets
+// void too, for a runtime that applies both).
 func (a allocation) response(unitMiB int64, mpsRoot string) *pluginapi.ContainerAllocateResponse {
 	mib := int64(a.shares) * unitMiB
-	r := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{
-		EnvVisibleDevices: a.uuid,
-		EnvMemoryLimitMiB: strconv.FormatInt(mib, 10),
-	}}
+	r := &pluginapi.ContainerAllocateResponse{
+		Envs: map[string]string{
+			EnvVisibleDevices: VisibleNone,
+			EnvMemoryLimitMiB: strconv.FormatInt(mib, 10),
+		},
+		CdiDevices: []*pluginapi.CDIDevice{{Name: CDIDevice(a.uuid)}},
+	}
 	if mpsRoot != "" {
 		mpsClient(r, mpsRoot)
 	}

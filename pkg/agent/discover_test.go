@@ -95,7 +95,7 @@ func slicesIndex(ps []allocator.Profile, name string) int {
 func TestDiscoverMock(t *testing.T) {
 	server := dgxa100.New()
 	for _, d := range server.Devices {
-		d.(*dgxa100.Device).Name = "NVIDIA A100-SXM4-40GB"
+		d.(*dgxa100.Device).Config.Name = "NVIDIA A100-SXM4-40GB"
 	}
 	gpus, err := Discoverer{NVML: server}.Discover()
 	if err != nil {
@@ -124,7 +124,7 @@ func TestDiscoverMock(t *testing.T) {
 func TestDiscoverMockMIG(t *testing.T) {
 	server := dgxa100.New()
 	dev := server.Devices[0].(*dgxa100.Device)
-	dev.Name = "NVIDIA A100-SXM4-40GB"
+	dev.Config.Name = "NVIDIA A100-SXM4-40GB"
 	dev.MigMode = nvml.DEVICE_MIG_ENABLE
 	for _, c := range []struct{ index, start, size int }{{nvml.GPU_INSTANCE_PROFILE_3_SLICE, 4, 4}, {nvml.GPU_INSTANCE_PROFILE_1_SLICE, 0, 1}} {
 		info, _ := dev.GetGpuInstanceProfileInfo(c.index)

@@ -45,6 +45,25 @@
 //
 // Allocate gives a container len(IDs) shares of the one GPU its IDs name —
 // no pod lookup, no lock, no state — and refuses IDs that span GPUs.
+//
+// # CDI
+//
+// The container gets its GPU as a CDI device, never by an environment
+// variable alone. At start and on every rediscovery the agent writes one
+// node-wide spec, <cdi dir>/gpuadmit.io-gpu.json, made by package cdi with
+// NVIDIA's nvcdi from the driver root (--driver-root, --dev-root,
+// --nvidia-cdi-hook-path): a device per GPU without MIG, named by its
+// UUID, with that GPU's /dev/nvidiaN and hooks, and as the spec's own edits
+// the control nodes, driver libraries, their hooks and
+// NVIDIA_VISIBLE_DEVICES=void. Allocate answers ContainerAllocateResponse.
+// CdiDevices ["gpuadmit.io/gpu=<uuid>"], which the kubelet passes on in the
+// CRI (NVIDIA's device plugin calls this the cdi-cri strategy), so a plain
+// containerd 2.x with runc gives the container its GPU; and it sets
+// NVIDIA_VISIBLE_DEVICES=void and GPUADMIT_MEMORY_LIMIT_MIB. Void, unlike
+// NVIDIA's plugin, which sets no environment then: CUDA images carry
+// NVIDIA_VISIBLE_DEVICES=all, which NVIDIA's legacy runtime would honour on
+// a node whose runtime ignored the CDI device. A GPU whose edits cannot be
+// made is left out of the spec, so a container given it fails to start.
 // GetPreferredAllocation keeps a container on one GPU, best fit
 // (allocator.BestFit), among the devices the kubelet offers. The kubelet's
 // available devices are the truth about what is free: it leaves out those of
@@ -63,8 +82,8 @@
 // as NVIDIA's device plugin does, each GPU's default pinned device memory
 // limit on the daemon to one share (set_default_device_pinned_mem_limit
 // <GPU UUID> <MiB>M, read back to check), then records the limits in
-// <mps root>/limits.json. Allocate makes each container an MPS client: it
-// mounts the daemon's pipe directory (CUDA_MPS_PIPE_DIRECTORY) and its
+// <mps root>/limits.json. Allocate makes each container an MPS client (its GPU
+// is its CDI device): it mounts the daemon's pipe directory (CUDA_MPS_PIPE_DIRECTORY) and its
 // shared memory (/dev/shm) from the MPS root on the host. The limit is the
 // daemon's, out of the container's reach: a container that sets
 // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT itself can only lower it. It holds each

@@ -1,21 +1,24 @@
 package agent
 
 import (
-	"github.com/gpuadmit/gpuadmit/pkg/allocator"
-
 	"context"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"k8s.io/utils/clock"
+
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi"
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 // This file exports the pieces of the device-plugin agent that the DRA
 // driver (pkg/agent/dra) runs as they are: NVML, the Node publisher and the
 // health watcher.
 
-// OpenNVML loads and initializes the driver's NVML; the returned func shuts it down.
-func OpenNVML() (nvml.Interface, func(), error) { return openNVML() }
+// OpenNVML loads and initializes the driver's NVML, from c's driver root
+// when it has one, else the one the dynamic loader finds; the returned
+// func shuts it down.
+func OpenNVML(c cdi.Options) (nvml.Interface, func(), error) { return openNVML(c) }
 
 // NodePublisher writes a node's GPUs on its Node: the gpuadmit.io/gpus
 // annotation and the accounting capacity, which the inventory and quotas

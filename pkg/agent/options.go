@@ -7,7 +7,12 @@ import (
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
+
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi"
 )
+
+// DefaultCDIDir is where container runtimes read CDI specs.
+const DefaultCDIDir = "/var/run/cdi"
 
 // DefaultPluginDir is the kubelet's device-plugin directory.
 const DefaultPluginDir = pluginapi.DevicePluginPath
@@ -52,6 +57,16 @@ type Options struct {
 	// PluginDir is the kubelet's device-plugin directory; empty means
 	// /var/lib/kubelet/device-plugins.
 	PluginDir string
+	// CDI says where the node's driver is; Run makes Specs from it. The
+	// zero value is a driver on the host's root.
+	CDI cdi.Options
+	// CDIDir receives the node's CDI spec, gpuadmit.io-gpu.json; empty
+	// means /var/run/cdi.
+	CDIDir string
+	// Specs makes the node's CDI spec, written at start and on every
+	// rediscovery; Run sets a cdi.Generator. Nil writes none (tests of
+	// other parts), as PublishOnly does: there NVIDIA's plugin serves the GPUs.
+	Specs NodeSpecs
 	// Resync is how often GPUs are rediscovered and the Node is written
 	// again; zero means a minute.
 	Resync time.Duration
@@ -82,6 +97,9 @@ func (o *Options) defaults() {
 		o.PluginDir = DefaultPluginDir
 	}
 	o.PluginDir = filepath.Clean(o.PluginDir) // file events name paths cleanly
+	if o.CDIDir == "" {
+		o.CDIDir = DefaultCDIDir
+	}
 	if o.Resync <= 0 {
 		o.Resync = time.Minute
 	}

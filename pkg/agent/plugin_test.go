@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,11 +27,15 @@ const (
 	testUnitMiB = 81559 / testShares
 )
 
-// onGPU checks that a container's devices and environment name one GPU and
-// its memory, and returns that GPU's UUID.
+// onGPU checks that a container's devices and CDI device name one GPU, that
+// its environment holds its memory and no GPU for a legacy runtime, and
+// returns that GPU's UUID.
 func onGPU(t *testing.T, c container) string {
 	t.Helper()
-	uuid := c.envs[EnvVisibleDevices]
+	uuid := cdiGPU(t, c.resp)
+	if got := c.envs[EnvVisibleDevices]; got != VisibleNone {
+		t.Errorf("container %s: %s = %q, want %q", c.name, EnvVisibleDevices, got, VisibleNone)
+	}
 	for _, id := range c.ids {
 		if got, _, err := ParseDeviceID(id); err != nil || got != uuid {
 			t.Errorf("container %s: device %s is not on %s, its visible GPU", c.name, id, uuid)
@@ -40,6 +45,30 @@ func onGPU(t *testing.T, c container) string {
 		t.Errorf("container %s: %s = %q, want %s", c.name, EnvMemoryLimitMiB, c.envs[EnvMemoryLimitMiB], want)
 	}
 	return uuid
+}
+
+// cdiGPU is the GPU of the one CDI device a container got.
+func cdiGPU(t *testing.T, r *pluginapi.ContainerAllocateResponse) string {
+	t.Helper()
+	if len(r.CdiDevices) != 1 || !strings.HasPrefix(r.CdiDevices[0].Name, "gpuadmit.io/gpu=") {
+		t.Errorf("CDI devices %v, want one gpuadmit.io/gpu=<uuid>", r.CdiDevices)
+		return ""
+	}
+	return strings.TrimPrefix(r.CdiDevices[0].Name, "gpuadmit.io/gpu=")
+}
+
+// allocated is what each container of an Allocate answer gets: its
+// environment, and its CDI devices under the key "cdi".
+func allocated(resp *pluginapi.AllocateResponse) []map[string]string {
+	var out []map[string]string
+	for _, c := range resp.ContainerResponses {
+		m := maps.Clone(c.Envs)
+		for _, d := range c.CdiDevices {
+			m["cdi"] = strings.TrimPrefix(m["cdi"]+","+d.Name, ",")
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func TestPackingKeepsContainersOnOneGPU(t *testing.T) {
@@ -123,15 +152,11 @@ func TestAllocateManyContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]string{
-		{EnvVisibleDevices: "GPU-h100-1", EnvMemoryLimitMiB: strconv.Itoa(2 * testUnitMiB)},
-		{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(testUnitMiB)},
+		{"cdi": "gpuadmit.io/gpu=GPU-h100-1", EnvVisibleDevices: "void", EnvMemoryLimitMiB: strconv.Itoa(2 * testUnitMiB)},
+		{"cdi": "gpuadmit.io/gpu=GPU-h100-0", EnvVisibleDevices: "void", EnvMemoryLimitMiB: strconv.Itoa(testUnitMiB)},
 	}
-	var got []map[string]string
-	for _, c := range resp.ContainerResponses {
-		got = append(got, c.Envs)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Allocate envs (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, allocated(resp)); diff != "" {
+		t.Errorf("Allocate answers (-want +got):\n%s", diff)
 	}
 }
 
@@ -142,23 +167,26 @@ func TestAllocateManyContainers(t *testing.T) {
 func TestAllocateResponse(t *testing.T) {
 	const unit = 81559 / 4
 	root := mpsRoot(t, MPSLimits{"GPU-h100-0": unit})
+	gpu := []*pluginapi.CDIDevice{{Name: "gpuadmit.io/gpu=GPU-h100-0"}}
 	tests := map[string]struct {
 		mpsRoot string
 		ids     []string
 		want    *pluginapi.ContainerAllocateResponse
 	}{
 		"without MPS": {ids: []string{"GPU-h100-0::1", "GPU-h100-0::3"}, want: &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(2 * unit)},
+			Envs:       map[string]string{EnvVisibleDevices: "void", EnvMemoryLimitMiB: strconv.Itoa(2 * unit)},
+			CdiDevices: gpu,
 		}},
 		"with MPS": {mpsRoot: root, ids: []string{"GPU-h100-0::3"}, want: &pluginapi.ContainerAllocateResponse{
 			Envs: map[string]string{
-				EnvVisibleDevices: "GPU-h100-0", EnvMemoryLimitMiB: strconv.Itoa(unit),
+				EnvVisibleDevices: "void", EnvMemoryLimitMiB: strconv.Itoa(unit),
 				"CUDA_MPS_PIPE_DIRECTORY": "/mps/pipe",
 			},
 			Mounts: []*pluginapi.Mount{
 				{ContainerPath: "/mps/pipe", HostPath: root + "/pipe"},
 				{ContainerPath: "/dev/shm", HostPath: root + "/shm"},
 			},
+			CdiDevices: gpu,
 		}},
 	}
 	for name, tc := range tests {

@@ -45,19 +45,24 @@ func Discover(nv DeviceLister, o Options) (Report, error) {
 
 // Write prints the report as "yaml" or "json".
 func (r Report) Write(w io.Writer, format string) error {
+	return writeAs(w, r, format)
+}
+
+// writeAs prints v as "yaml" or "json".
+func writeAs(w io.Writer, v any, format string) error {
 	var out []byte
 	var err error
 	switch format {
 	case "yaml", "":
-		out, err = yaml.Marshal(r)
+		out, err = yaml.Marshal(v)
 	case "json":
-		out, err = json.MarshalIndent(r, "", "  ")
+		out, err = json.MarshalIndent(v, "", "  ")
 		out = append(out, '\n')
 	default:
 		return fmt.Errorf("output format %q: want yaml or json", format)
 	}
 	if err != nil {
-		return fmt.Errorf("encode report: %w", err)
+		return fmt.Errorf("encode %T: %w", v, err)
 	}
 	_, err = w.Write(out)
 	return err

@@ -94,7 +94,7 @@ func FuzzParseDeviceID(f *testing.F) {
 func TestDiscoverReport(t *testing.T) {
 	server := dgxa100.New()
 	for _, d := range server.Devices {
-		d.(*dgxa100.Device).Name = "NVIDIA A100-SXM4-40GB"
+		d.(*dgxa100.Device).Config.Name = "NVIDIA A100-SXM4-40GB"
 	}
 	r, err := Discover(server, Options{})
 	if err != nil {

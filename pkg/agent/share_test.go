@@ -89,15 +89,11 @@ func TestAllocateGivesSharesOfOneGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []map[string]string{
-		{EnvVisibleDevices: "GPU-a", EnvMemoryLimitMiB: "3840"},
-		{EnvVisibleDevices: "GPU-t4", EnvMemoryLimitMiB: "7680"},
+		{"cdi": "gpuadmit.io/gpu=GPU-a", EnvVisibleDevices: "void", EnvMemoryLimitMiB: "3840"},
+		{"cdi": "gpuadmit.io/gpu=GPU-t4", EnvVisibleDevices: "void", EnvMemoryLimitMiB: "7680"},
 	}
-	var got []map[string]string
-	for _, c := range resp.ContainerResponses {
-		got = append(got, c.Envs)
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Allocate envs (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, allocated(resp)); diff != "" {
+		t.Errorf("Allocate answers (-want +got):\n%s", diff)
 	}
 }
 

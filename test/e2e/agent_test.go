@@ -38,7 +38,7 @@ func TestAgentPublishesOnARealNode(t *testing.T) {
 
 	server := dgxa100.New()
 	for _, d := range server.Devices {
-		d.(*dgxa100.Device).Name = "NVIDIA A100-SXM4-40GB"
+		d.(*dgxa100.Device).Config.Name = "NVIDIA A100-SXM4-40GB"
 	}
 	// The mock has no event sets; a driver without them answers so, and the
 	// agent then watches health by probing.

@@ -51,7 +51,7 @@ func draNamespace(t *testing.T, ctx context.Context, name string) string {
 func fakeGPUs(n int, migProfiles ...int) *dgxa100.Server {
 	s := dgxa100.New()
 	for _, d := range s.Devices {
-		d.(*dgxa100.Device).Name = "NVIDIA A100-SXM4-40GB"
+		d.(*dgxa100.Device).Config.Name = "NVIDIA A100-SXM4-40GB"
 	}
 	s.DeviceGetCountFunc = func() (int, nvml.Return) { return n, nvml.SUCCESS }
 	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return nil, nvml.ERROR_NOT_SUPPORTED }

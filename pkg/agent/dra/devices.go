@@ -61,8 +61,8 @@ type DeviceOptions struct {
 	// ShareUnitMiB is the step (and the smallest amount) a share of a GPU's
 	// memory is rounded up to; zero means 1024.
 	ShareUnitMiB int64
-	// MIGUUIDs are the MIG devices' UUIDs, what NVIDIA_VISIBLE_DEVICES names
-	// for a MIG instance; nil leaves MIG devices without AttrUUID, and
+	// MIGUUIDs are the MIG devices' UUIDs, by which a MIG instance's CDI
+	// edits are made; nil leaves MIG devices without AttrUUID, and
 	// preparing them fails.
 	MIGUUIDs map[InstanceKey]string
 }
@@ -77,7 +77,7 @@ func (o DeviceOptions) unitMiB() int64 {
 // device is one published device and what preparing it needs.
 type device struct {
 	api resourceapi.Device
-	// visible is NVIDIA_VISIBLE_DEVICES for it: a GPU or MIG UUID.
+	// visible is the UUID its CDI edits are made for: a GPU or MIG UUID.
 	visible string
 	// memoryMiB is its memory, the most its claims may consume together.
 	memoryMiB int64

@@ -47,11 +47,21 @@
 // Driver implements kubeletplugin.DRAPlugin. For each allocated device of a
 // claim it writes one CDI device, "gpuadmit.io/gpu=<claim uid>-<request>-<device>",
 // in one spec file per claim (<cdi dir>/gpuadmit.io-gpu_<claim uid>.json),
-// whose container edits set NVIDIA_VISIBLE_DEVICES to the GPU's UUID (a MIG
-// device's UUID, "MIG-…", for a MIG instance: the NVIDIA container runtime
-// takes it, and unlike "<gpu index>:<mig index>" it does not move when
-// other instances change) and GPUADMIT_MEMORY_LIMIT_MIB to the memory the
-// claim consumed, or the whole device's for a claim that asked for none.
+// complete as NVIDIA's own DRA driver writes it (package cdi, NVIDIA's
+// nvcdi, from the driver root): the device carries the edits of its GPU,
+// by UUID, or of its MIG device, by MIG UUID ("MIG-…", which unlike
+// "<gpu index>:<mig index>" does not move when other instances change):
+// that GPU's /dev/nvidiaN only (and a MIG device's capability nodes), its
+// hooks, and GPUADMIT_MEMORY_LIMIT_MIB, the memory the claim consumed or
+// the whole device's for a claim that asked for none. The spec's own edits
+// are what every GPU needs, applied once however many of the claim's
+// devices a container gets: /dev/nvidiactl, /dev/nvidia-uvm,
+// /dev/nvidia-uvm-tools, the driver's libraries and binaries, the hooks
+// that make their symlinks and update the container's ldcache, and
+// NVIDIA_VISIBLE_DEVICES=void, so a legacy NVIDIA runtime adds nothing.
+// A plain containerd 2.x with runc applies it. A device's CDI content
+// depends only on its checkpoint entry and the published device
+// (Driver.cdiDevice), so it can be written again from the checkpoint.
 //
 // Preparing is the last line of defence against the scheduler: a claim is
 // refused (its own error; other claims of the call go on) when its memory

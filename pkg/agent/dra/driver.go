@@ -30,8 +30,12 @@ const (
 )
 
 // DriverOptions configure a Driver; the zero value uses the default
-// directories, which only a node has.
+// directories, which only a node has, and prepares no claim.
 type DriverOptions struct {
+	// CDI makes the CDI edits of the node's GPUs; Run sets a
+	// cdi.Generator. Nil refuses every claim: for a driver that only
+	// publishes.
+	CDI Edits
 	// DataDir holds the checkpoint (and, under kubeletplugin.Start, the
 	// DRA socket); empty means /var/lib/kubelet/plugins/gpu.gpuadmit.io.
 	DataDir string
@@ -83,8 +87,12 @@ func NewDriver(o DriverOptions) (*Driver, error) {
 // the options) and returns the devices to publish: the GPUs' devices, and
 // for every device that prepared claims hold but that is gone, a device
 // tainted TaintGone, so that their pods are evicted rather than left on
-// nothing.
+// nothing. The CDI edits are made anew from here on: a GPU's minor number
+// may have changed with its MIG mode.
 func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]string) []resourceapi.Device {
+	if d.opts.CDI != nil {
+		d.opts.CDI.Forget()
+	}
 	o := d.opts.Devices
 	if migUUIDs != nil {
 		o.MIGUUIDs = migUUIDs

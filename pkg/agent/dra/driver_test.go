@@ -42,30 +42,32 @@ func readCDI(t *testing.T, k *kubelet, c *resourceapi.ResourceClaim) *cdispec.Sp
 	return spec
 }
 
-func TestPrepareWritesCDI(t *testing.T) {
+// TestPrepareNamesDevices: each allocated device becomes the CDI device of
+// its GPU or MIG device, by UUID, with the claim's memory.
+func TestPrepareNamesDevices(t *testing.T) {
 	gpus := node(t)
 	mig := migUUID(gpus[2], 1)
 	tests := map[string]struct {
 		claim   *resourceapi.ResourceClaim
-		wantEnv map[string][]string // by CDI device ID
+		wantEnv map[string][]string // by CDI device ID; TEST_DEVICE is the stand-in's
 	}{
 		"a 10 GiB share": {
 			claim:   claim("share", alloc{"gpu-0", 10}),
-			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-share-r0-gpu-0": {"NVIDIA_VISIBLE_DEVICES=" + gpus[0].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=10240"}},
+			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-share-r0-gpu-0": {"TEST_DEVICE=" + gpus[0].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=10240"}},
 		},
 		"a whole GPU gets all its memory": {
 			claim:   claim("whole", alloc{"gpu-1", whole}),
-			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-whole-r0-gpu-1": {"NVIDIA_VISIBLE_DEVICES=" + gpus[1].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=81559"}},
+			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-whole-r0-gpu-1": {"TEST_DEVICE=" + gpus[1].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=81559"}},
 		},
 		"a MIG instance by its MIG UUID": {
 			claim:   claim("mig", alloc{"gpu-2-mig-3g-40gb-1", 0}),
-			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-mig-r0-gpu-2-mig-3g-40gb-1": {"NVIDIA_VISIBLE_DEVICES=" + mig, "GPUADMIT_MEMORY_LIMIT_MIB=40448"}},
+			wantEnv: map[string][]string{"gpuadmit.io/gpu=uid-mig-r0-gpu-2-mig-3g-40gb-1": {"TEST_DEVICE=" + mig, "GPUADMIT_MEMORY_LIMIT_MIB=40448"}},
 		},
 		"two devices, one CDI device each": {
 			claim: claim("two", alloc{"gpu-0", 4}, alloc{"gpu-2-mig-1g-10gb-2", 0}),
 			wantEnv: map[string][]string{
-				"gpuadmit.io/gpu=uid-two-r0-gpu-0":               {"NVIDIA_VISIBLE_DEVICES=" + gpus[0].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=4096"},
-				"gpuadmit.io/gpu=uid-two-r1-gpu-2-mig-1g-10gb-2": {"NVIDIA_VISIBLE_DEVICES=" + migUUID(gpus[2], 2), "GPUADMIT_MEMORY_LIMIT_MIB=9984"},
+				"gpuadmit.io/gpu=uid-two-r0-gpu-0":               {"TEST_DEVICE=" + gpus[0].UUID, "GPUADMIT_MEMORY_LIMIT_MIB=4096"},
+				"gpuadmit.io/gpu=uid-two-r1-gpu-2-mig-1g-10gb-2": {"TEST_DEVICE=" + migUUID(gpus[2], 2), "GPUADMIT_MEMORY_LIMIT_MIB=9984"},
 			},
 		},
 	}

@@ -4,6 +4,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi"
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi/cditest"
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
@@ -58,4 +64,38 @@ func migUUIDs(gpus ...allocator.NodeGPU) map[InstanceKey]string {
 		}
 	}
 	return out
+}
+
+// standInEdits stands in for the node's CDI generator where a test is
+// about what preparing decides, not what a container gets
+// (TestPrepareWritesCompleteCDI uses the real one): a device's edits name
+// the UUID they were made for.
+type standInEdits struct{}
+
+func (standInEdits) CommonEdits() (cdispec.ContainerEdits, error) {
+	return cdispec.ContainerEdits{Env: []string{"TEST_COMMON=1"}}, nil
+}
+
+func (standInEdits) DeviceEdits(uuid string) (cdispec.ContainerEdits, error) {
+	return cdispec.ContainerEdits{Env: []string{"TEST_DEVICE=" + uuid}}, nil
+}
+
+func (standInEdits) Forget() {}
+
+// realEdits is NVIDIA's nvcdi over a fake driver root with a device node
+// per GPU (minor = index) and a fake NVML answering for gpus as whole GPUs.
+func realEdits(t *testing.T, gpus ...allocator.NodeGPU) (*cdi.Generator, cditest.Root) {
+	t.Helper()
+	minors := make([]int, len(gpus))
+	devs := make([]*mock.Device, len(gpus))
+	for i, g := range gpus {
+		uuid := g.UUID
+		minors[i], devs[i] = g.Index, &mock.Device{GetUUIDFunc: func() (string, nvml.Return) { return uuid, nvml.SUCCESS }}
+	}
+	root := cditest.NewRoot(t, minors...)
+	gen, err := cdi.New(cditest.NVML(devs...), cdi.Options{DriverRoot: root.Dir, HookPath: root.HookPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen, root
 }

@@ -36,9 +36,16 @@ type kubelet struct {
 	client drapb.DRAPluginClient
 }
 
-// newKubelet starts a driver for gpus with fresh directories. Unix socket
-// paths are short (108 bytes), so the directory is not t.TempDir().
+// newKubelet starts a driver for gpus with fresh directories and the
+// stand-in CDI edits.
 func newKubelet(t *testing.T, gpus ...allocator.NodeGPU) *kubelet {
+	return newKubeletWith(t, standInEdits{}, gpus...)
+}
+
+// newKubeletWith starts a driver for gpus with fresh directories whose CDI
+// edits come from edits. Unix socket paths are short (108 bytes), so the
+// directory is not t.TempDir().
+func newKubeletWith(t *testing.T, edits Edits, gpus ...allocator.NodeGPU) *kubelet {
 	dir, err := os.MkdirTemp("", "dra")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +53,10 @@ func newKubelet(t *testing.T, gpus ...allocator.NodeGPU) *kubelet {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	k := &kubelet{
 		t: t, gpus: gpus, api: fake.NewClientset(),
-		opts: DriverOptions{DataDir: filepath.Join(dir, "data"), CDIDir: filepath.Join(dir, "cdi"), Devices: DeviceOptions{MIGUUIDs: migUUIDs(gpus...)}},
+		opts: DriverOptions{
+			CDI: edits, DataDir: filepath.Join(dir, "data"), CDIDir: filepath.Join(dir, "cdi"),
+			Devices: DeviceOptions{MIGUUIDs: migUUIDs(gpus...)},
+		},
 	}
 	k.start()
 	return k

@@ -9,10 +9,10 @@ import (
 )
 
 // ReadMIGUUIDs reads the UUID of every MIG device on the node, by GPU and
-// GPU instance: what NVIDIA_VISIBLE_DEVICES names for a MIG instance. The
-// NVIDIA container runtime also takes "<gpu index>:<mig index>", but the
-// MIG index is NVML's MIG device index, not the GI id, and moves when
-// instances change; the UUID does not. A GPU instance split into several
+// GPU instance: what a MIG instance's CDI edits are made for. NVIDIA's
+// tools also take "<gpu index>:<mig index>", but the MIG index is NVML's
+// MIG device index, not the GI id, and moves when instances change; the
+// UUID does not. A GPU instance split into several
 // compute instances is several MIG devices; the first one names it.
 func ReadMIGUUIDs(nv agent.DeviceLister) (map[InstanceKey]string, error) {
 	n, ret := nv.DeviceGetCount()

@@ -13,6 +13,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/pkg/agent"
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi"
 )
 
 // Options configure the agent in DRA mode. Only NodeName is required.
@@ -21,6 +22,8 @@ type Options struct {
 	NodeName string
 	// Driver configures the DRA plugin and its directories.
 	Driver DriverOptions
+	// CDI says where the node's driver is; Run makes Driver.CDI from it.
+	CDI cdi.Options
 	// RegistrarDir is where the kubelet finds plugins to register; empty
 	// means /var/lib/kubelet/plugins_registry.
 	RegistrarDir string

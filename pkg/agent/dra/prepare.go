@@ -27,7 +27,7 @@ func (d *Driver) prepare(c *resourceapi.ResourceClaim) ([]kubeletplugin.Device, 
 	if err != nil {
 		return nil, fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	if err := writeCDI(d.opts.CDIDir, c.UID, specs); err != nil {
+	if err := d.writeCDI(c.UID, specs); err != nil {
 		return nil, err
 	}
 	next := d.state.clone()
@@ -68,10 +68,13 @@ func (d *Driver) plan(c *resourceapi.ResourceClaim) (preparedClaim, []cdispec.De
 			return pc, nil, fmt.Errorf("device %s: %w", r.Device, err)
 		}
 		used[r.Device] = used[r.Device].add(pd)
-		name := cdiName(c.UID, r.Request, r.Device)
-		pd.CDIDeviceID = cdiID(name)
+		pd.CDIDeviceID = cdiID(cdiName(c.UID, r.Request, r.Device))
+		spec, err := d.cdiDevice(pd, dev)
+		if err != nil {
+			return pc, nil, err
+		}
 		pc.Devices = append(pc.Devices, pd)
-		specs = append(specs, cdiDevice(name, dev, pd.MemoryMiB))
+		specs = append(specs, spec)
 	}
 	return pc, specs, nil
 }
@@ -101,9 +104,13 @@ func (d *Driver) rewriteCDI(uid types.UID, pc preparedClaim) error {
 		if pd.UUID != "" && dev.visible != pd.UUID {
 			return fmt.Errorf("device %s is now %s, not the %s the claim was prepared on", pd.Device, dev.visible, pd.UUID)
 		}
-		specs = append(specs, cdiDevice(strings.TrimPrefix(pd.CDIDeviceID, CDIKind+"="), dev, pd.MemoryMiB))
+		spec, err := d.cdiDevice(pd, dev)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, spec)
 	}
-	return writeCDI(d.opts.CDIDir, uid, specs)
+	return d.writeCDI(uid, specs)
 }
 
 // take is what the claim's result holds of dev: the consumed memory of a
