@@ -24,7 +24,24 @@ log "discovery"
 timeout 60 "$agent" --discover --output yaml >"$out/discover.yaml" 2>"$out/discover.err"; echo "rc=$?" | tee -a "$out/check.log"
 
 log "CDI specs from the driver root"
-timeout 60 "$agent" --print-cdi --driver-root="$root" --dev-root=/ >"$out/cdi.json" 2>"$out/cdi.err"; echo "rc=$?" | tee -a "$out/check.log"
+timeout 60 "$agent" --print-cdi --output=json --driver-root="$root" --dev-root=/ >"$out/cdi.json" 2>"$out/cdi.err"; echo "rc=$?" | tee -a "$out/check.log"
+# Everything the spec names must be on this host: device nodes as character
+# devices, every mount's host path.
+python3 - "$out/cdi.json" <<'PY' | tee -a "$out/check.log"
+import json, os, stat, sys
+try:
+    spec = json.load(open(sys.argv[1]))
+except Exception as e:
+    sys.exit(f"no spec: {e}")
+edits = [spec.get("containerEdits", {})] + [d.get("containerEdits", {}) for d in spec.get("devices", [])]
+nodes = [n.get("hostPath") or n["path"] for e in edits for n in e.get("deviceNodes", []) or []]
+mounts = [m["hostPath"] for e in edits for m in e.get("mounts", []) or []]
+hooks = sorted({" ".join(h.get("args", [])[:2]) for e in edits for h in e.get("hooks", []) or []})
+bad = [n for n in nodes if not (os.path.exists(n) and stat.S_ISCHR(os.stat(n).st_mode))]
+missing = [m for m in mounts if not os.path.exists(m)]
+print(f"devices {[d['name'] for d in spec.get('devices', [])]}; {len(nodes)} device nodes {nodes}; {len(mounts)} mounts; hooks {hooks}")
+print(f"device nodes that are not character devices here: {bad}; mounts whose host path is missing: {missing}")
+PY
 
 log "MPS: the agent as the control daemon"
 mps=$(mktemp -d /tmp/gpuadmit-mps.XXXX)
