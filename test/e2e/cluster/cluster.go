@@ -270,7 +270,7 @@ func (c *Cluster) Stop() {
 // Tail returns the last lines of a component's log (kube-apiserver,
 // kube-scheduler, kube-controller-manager, kwok, webhook), for failure messages.
 func (c *Cluster) Tail(component string, lines int) string {
-	return tail(filepath.Join(c.LogDir, component+".log"), lines)
+	return TailFile(filepath.Join(c.LogDir, component+".log"), lines)
 }
 
 // webhookUser and controllerUser are the identities gpuadmit's webhook and

@@ -67,7 +67,8 @@ func (p *proc) terminate() {
 	p.log.Close()
 }
 
-func tail(path string, lines int) string {
+// TailFile returns the last lines of a log file, or why there is none.
+func TailFile(path string, lines int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"

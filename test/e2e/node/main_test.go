@@ -1,14 +1,14 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
 )
 
 var (
@@ -69,24 +69,6 @@ func requireNode(t *testing.T) *Node {
 func dumpLogs() {
 	for _, c := range []string{"kubelet", "containerd", "kube-controller-manager", "kube-scheduler", "kube-apiserver"} {
 		p := filepath.Join(node.LogDir, c+".log")
-		fmt.Fprintf(os.Stderr, "\n===== last lines of %s (%s) =====\n%s\n", c, p, tail(p, 40))
+		fmt.Fprintf(os.Stderr, "\n===== last lines of %s (%s) =====\n%s\n", c, p, cluster.TailFile(p, 40))
 	}
-}
-
-func tail(path string, lines int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	defer f.Close()
-	var ring []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		ring = append(ring, sc.Text())
-		if len(ring) > lines {
-			ring = ring[1:]
-		}
-	}
-	return strings.Join(ring, "\n")
 }
