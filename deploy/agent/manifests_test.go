@@ -214,9 +214,18 @@ func TestDaemonSetFlagsExist(t *testing.T) {
 
 func checkFlags(t *testing.T, ds *appsv1.DaemonSet) {
 	t.Helper()
-	main, err := os.ReadFile(filepath.Join("..", "..", "cmd", "agent", "main.go"))
-	if err != nil {
-		t.Fatal(err)
+	// The command's flags are defined in its Go files (flags.go, main.go).
+	files, err := filepath.Glob(filepath.Join("..", "..", "cmd", "agent", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("cmd/agent's sources: %v %v", files, err)
+	}
+	var main []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		main = append(main, b...)
 	}
 	for _, arg := range ds.Spec.Template.Spec.Containers[0].Args {
 		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
