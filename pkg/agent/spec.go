@@ -26,9 +26,11 @@ func SpecFile(dir string) string {
 }
 
 // writeSpec writes the node's CDI spec for the GPUs that serve shares, the
-// devices Allocate names. A GPU whose edits could not be made is left out,
-// so a container given it fails to start rather than start without it, and
-// is named in the error; the others are written.
+// devices Allocate names. A GPU whose edits could not be made is left out
+// of it and marked in gpus as not read (withoutDevice), so its devices serve
+// unhealthy and the kubelet never hands it out, while the others serve; only
+// a spec that cannot be made at all (no control node, no driver libraries)
+// is an error.
 func (a *Agent) writeSpec(gpus []GPU) error {
 	if a.opts.Specs == nil || a.opts.PublishOnly {
 		return nil
@@ -44,7 +46,24 @@ func (a *Agent) writeSpec(gpus []GPU) error {
 	if werr := cdi.WriteSpec(SpecFile(a.opts.CDIDir), spec); werr != nil {
 		return werr
 	}
-	return err
+	withoutDevice(gpus, spec, err)
+	return nil
+}
+
+// withoutDevice marks the GPUs the spec has no device for as not read, with
+// why (the generator's error), so they serve as unhealthy while the others
+// serve: a GPU whose device node is missing would otherwise be handed out
+// as a CDI device no runtime can inject.
+func withoutDevice(gpus []GPU, spec *cdispec.Spec, why error) {
+	have := map[string]bool{}
+	for _, d := range spec.Devices {
+		have[d.Name] = true
+	}
+	for i, g := range gpus {
+		if g.Shares() && g.UUID != "" && g.Error == "" && !have[g.UUID] {
+			gpus[i].Error = fmt.Sprintf("no CDI device: %v", why)
+		}
+	}
 }
 
 // specUUIDs are the GPUs of the node's spec: those discovery read that may

@@ -12,6 +12,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 	oci "github.com/opencontainers/runtime-spec/specs-go"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	tagscdi "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
@@ -22,13 +23,16 @@ import (
 // specHarness is the harness with two H100s whose UUIDs nvcdi takes, a fake
 // driver root (minors 0 and 1), and the agent's options writing the node's
 // spec with NVIDIA's nvcdi into a CDI directory.
-func specHarness(t *testing.T) (*harness, Options, cditest.Root) {
+func specHarness(t *testing.T, minors ...int) (*harness, Options, cditest.Root) {
+	if minors == nil {
+		minors = []int{0, 1}
+	}
 	r := readReading(t, "h100-80gb-hbm3-raw.txt")
 	h := newHarness(t, 0)
 	h.gpus = []*device{r.device(cditest.UUID(0)), r.device(cditest.UUID(1))}
 	h.nvml = newFakeNVML(nvmlDevices(h.gpus)...)
 	cditest.Teach(&h.nvml.Interface, h.gpus[0].Device, h.gpus[1].Device)
-	root := cditest.NewRoot(t, 0, 1)
+	root := cditest.NewRoot(t, minors...)
 	gen, err := cdi.New(h.nvml, cdi.Options{DriverRoot: root.Dir, HookPath: root.HookPath})
 	if err != nil {
 		t.Fatal(err)
@@ -135,5 +139,30 @@ func TestRediscoveryRewritesNodeSpec(t *testing.T) {
 		h.clock.Step(time.Minute) // the default resync
 		d := readSpec(t, o.CDIDir).Devices
 		return len(d) == 1 && d[0].Name == cditest.UUID(0)
+	})
+}
+
+// TestAGPUWithoutDeviceNodeServesUnhealthy: a GPU whose /dev/nvidiaN is
+// missing gets no CDI device; the agent still starts, serves the other GPU,
+// and reports the first one's devices unhealthy, so the kubelet never hands
+// out a device no runtime could inject.
+func TestAGPUWithoutDeviceNodeServesUnhealthy(t *testing.T) {
+	h, o, _ := specHarness(t, 0) // no /dev/nvidia1
+	a := New(h.nvml, h.nodes, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	m := h.kubelet.registered(ctx)
+	var names []string
+	for _, d := range readSpec(t, o.CDIDir).Devices {
+		names = append(names, d.Name)
+	}
+	if !slices.Equal(names, []string{cditest.UUID(0)}) {
+		t.Errorf("spec devices %v, want only %s", names, cditest.UUID(0))
+	}
+	eventually(t, "GPU 0's devices healthy and GPU 1's unhealthy", func() bool {
+		health := m.healthOf()
+		return health[DeviceID(cditest.UUID(0), 0)] == pluginapi.Healthy && health[DeviceID(cditest.UUID(1), 0)] == pluginapi.Unhealthy
 	})
 }
