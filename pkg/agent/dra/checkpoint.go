@@ -134,12 +134,23 @@ func (u usage) add(d preparedDevice) usage {
 	return usage{mib: u.mib + d.MemoryMiB, claims: u.claims + 1, exclusive: u.exclusive || d.Exclusive}
 }
 
-// heldDevices is the memory the prepared claims hold, by device name.
-func (cp checkpoint) heldDevices() map[string]int64 {
-	out := map[string]int64{}
+// held is what the prepared claims hold of one device.
+type held struct {
+	mib  int64
+	uuid string // the GPU it was when prepared; empty where not recorded
+}
+
+// heldDevices is what the prepared claims hold, by device name.
+func (cp checkpoint) heldDevices() map[string]held {
+	out := map[string]held{}
 	for _, c := range cp.Claims {
 		for _, d := range c.Devices {
-			out[d.Device] += d.MemoryMiB
+			h := out[d.Device]
+			h.mib += d.MemoryMiB
+			if d.UUID != "" {
+				h.uuid = d.UUID
+			}
+			out[d.Device] = h
 		}
 	}
 	return out

@@ -98,17 +98,22 @@ func Devices(gpus []allocator.NodeGPU, o DeviceOptions) []resourceapi.Device {
 	return out
 }
 
-// Taint keys of the driver's devices, both NoExecute: the scheduler
-// allocates neither, and the controller-manager's device-taint eviction
-// controller evicts the pods of claims allocated on them, so such a pod is
-// replaced by its owner rather than wait for ever on a Prepare that cannot
-// succeed.
+// Taint keys of the driver's devices.
 const (
 	// TaintUnhealthy marks a GPU (every MIG instance of it) the health
-	// watcher or discovery holds unhealthy: lost, or after a critical XID.
+	// watcher or discovery holds unhealthy (after a critical XID), with
+	// effect NoSchedule: the scheduler allocates it to no new claim, while
+	// pods already on it keep running, as in device-plugin mode, since a
+	// health verdict can be wrong or pass (the watcher recovers a quiet GPU
+	// after --recover-after) and NoExecute would evict every pod sharing it
+	// at once. A GPU that is lost (no longer discovered) is TaintGone.
 	TaintUnhealthy = DriverName + "/unhealthy"
-	// TaintGone marks a device that is no longer there (a MIG instance
-	// deleted, a GPU gone) but that prepared claims still hold.
+	// TaintGone marks, NoExecute, a device that prepared claims hold but
+	// that is no longer there as they were prepared (a MIG instance
+	// deleted, a GPU gone or now another GPU under the same name): the
+	// controller-manager's device-taint eviction controller evicts the pods
+	// of those claims, so they are replaced by their owners rather than
+	// wait for ever on a Prepare that cannot succeed.
 	TaintGone = DriverName + "/gone"
 )
 
@@ -132,7 +137,7 @@ func devices(gpus []allocator.NodeGPU, o DeviceOptions) []device {
 		}
 		if !g.Healthy {
 			for i := first; i < len(out); i++ {
-				out[i].taint(TaintUnhealthy)
+				out[i].taint(TaintUnhealthy, resourceapi.DeviceTaintEffectNoSchedule)
 			}
 		}
 	}
@@ -140,17 +145,20 @@ func devices(gpus []allocator.NodeGPU, o DeviceOptions) []device {
 	return out
 }
 
-// taint marks the device NoExecute under key.
-func (d *device) taint(key string) {
-	d.api.Taints = append(d.api.Taints, resourceapi.DeviceTaint{Key: key, Effect: resourceapi.DeviceTaintEffectNoExecute})
+// taint marks the device under key with effect.
+func (d *device) taint(key string, effect resourceapi.DeviceTaintEffect) {
+	d.api.Taints = append(d.api.Taints, resourceapi.DeviceTaint{Key: key, Effect: effect})
 }
 
-// tainted is the key of the device's first taint, empty for none.
-func (d device) tainted() string {
-	if len(d.api.Taints) == 0 {
-		return ""
+// gone is the key of the device's NoExecute taint, empty for none: a
+// device Prepare refuses, since its pods are to be evicted.
+func (d device) gone() string {
+	for _, t := range d.api.Taints {
+		if t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+			return t.Key
+		}
 	}
-	return d.api.Taints[0].Key
+	return ""
 }
 
 // goneDevice is what stays published of a device that prepared claims
@@ -162,7 +170,7 @@ func goneDevice(name string, memoryMiB int64) device {
 		Name:     name,
 		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{CapacityMemory: {Value: mib(memoryMiB)}},
 	}
-	d.taint(TaintGone)
+	d.taint(TaintGone, resourceapi.DeviceTaintEffectNoExecute)
 	return d
 }
 

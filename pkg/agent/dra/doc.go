@@ -26,14 +26,17 @@
 // and parentUUID. A DeviceClass selects with
 // device.attributes["gpu.gpuadmit.io"].profile == "3g.40gb".
 //
-// An unhealthy GPU's devices are published with the NoExecute device taint
-// gpu.gpuadmit.io/unhealthy (while its memory is known), and a device that
-// prepared claims hold but that is gone (a MIG instance deleted under its
-// claim) stays published with gpu.gpuadmit.io/gone: the scheduler allocates
-// neither, Prepare refuses both with the taint's name, and the
-// controller-manager's device-taint eviction controller (DRADeviceTaints,
-// GA in 1.37) evicts the pods of their claims, so such a pod is replaced by
-// its owner instead of waiting for ever on a Prepare that cannot succeed.
+// An unhealthy GPU's devices are published with the device taint
+// gpu.gpuadmit.io/unhealthy, NoSchedule (while its memory is known): no new
+// claim gets them, and the pods on them keep running, as in device-plugin
+// mode. A device that prepared claims hold but that is gone (a MIG instance
+// deleted under its claim, a GPU no longer discovered) or whose name is now
+// another GPU stays published with gpu.gpuadmit.io/gone, NoExecute: the
+// scheduler allocates it to no claim, Prepare refuses it naming the taint,
+// and the controller-manager's device-taint eviction controller
+// (DRADeviceTaints, GA in 1.37) evicts the pods of its claims, so such a
+// pod is replaced by its owner instead of waiting for ever on a Prepare
+// that cannot succeed.
 // The accounting capacity drops an unhealthy GPU's memory.
 //
 // Devices are ordered smallest memory first, then by GPU index, then by MIG

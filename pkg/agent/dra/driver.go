@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -104,12 +105,18 @@ func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]stri
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for name, mib := range d.state.heldDevices() {
-		if _, ok := byName[name]; !ok {
-			dev := goneDevice(name, mib)
-			byName[name] = dev
+	for name, held := range d.state.heldDevices() {
+		dev, ok := byName[name]
+		switch {
+		case !ok:
+			dev = goneDevice(name, held.mib)
 			devs = append(devs, dev)
+		case held.uuid != "" && held.uuid != dev.visible:
+			// The name is now another GPU: the claims on it lost theirs.
+			dev.taint(TaintGone, resourceapi.DeviceTaintEffectNoExecute)
+			devs[slices.IndexFunc(devs, func(x device) bool { return x.api.Name == name })] = dev
 		}
+		byName[name] = dev
 	}
 	d.devices = byName
 	out := make([]resourceapi.Device, len(devs))

@@ -171,7 +171,7 @@ func TestPrepareAfterRebootRefusesAGoneDevice(t *testing.T) {
 	k.reboot(gpus[0], swapped, migGPU(model(t, "H100-80GB"), 2, "1g.10gb"))
 	got := k.prepare(a, m)
 	want := map[string]string{
-		"uid-a": "claim ns/a: device gpu-1 is now GPU-99999999-0000-0000-0000-000000000000, not the GPU-00000001-0000-0000-0000-000000000000 the claim was prepared on",
+		"uid-a": "claim ns/a: device gpu-1 it was prepared on is tainted gpu.gpuadmit.io/gone: the pod is to be evicted",
 		"uid-m": "claim ns/m: device gpu-2-mig-3g-40gb-1 it was prepared on is tainted gpu.gpuadmit.io/gone: the pod is to be evicted",
 	}
 	if diff := cmp.Diff(want, map[string]string{"uid-a": got["uid-a"].Error, "uid-m": got["uid-m"].Error}); diff != "" {
@@ -313,37 +313,42 @@ func TestReleaseDeleted(t *testing.T) {
 	}
 }
 
-// TestTaints: an unhealthy GPU's devices are published NoExecute-tainted,
-// and so is a device that prepared claims hold but that is gone (a MIG
-// instance deleted under its claim), so the device-taint eviction
-// controller evicts their pods; preparing a new claim on either is refused.
-// A gone device no claim holds is not published.
+// TestTaints: an unhealthy GPU's devices are published NoSchedule-tainted
+// (no new claims; pods on it keep running), while a device that prepared
+// claims hold but that is gone (a MIG instance deleted under its claim), or
+// whose name is now another GPU, is published NoExecute-tainted, so the
+// device-taint eviction controller evicts their pods; preparing a claim on
+// a gone device is refused. A gone device no claim holds is not published.
 func TestTaints(t *testing.T) {
 	h100 := model(t, "H100-80GB")
 	sick := wholeGPU(h100, 1)
 	sick.Healthy = false
-	k := newKubelet(t, node(t)...)
-	held, free := claim("held", alloc{"gpu-2-mig-3g-40gb-1", 0}), claim("free", alloc{"gpu-2-mig-1g-10gb-2", 0})
-	k.add(held, free)
-	k.prepare(held)
+	swapped := wholeGPU(h100, 3)
+	swapped.UUID = "GPU-99999999-0000-0000-0000-000000000000"
+	k := newKubelet(t, append(node(t), wholeGPU(h100, 3))...)
+	held, onSwapped := claim("held", alloc{"gpu-2-mig-3g-40gb-1", 0}), claim("on-3", alloc{"gpu-3", 8})
+	k.add(held, onSwapped)
+	k.prepare(held, onSwapped)
 
-	// GPU 1 turns unhealthy; both MIG instances of GPU 2 are deleted.
+	// GPU 1 turns unhealthy; both MIG instances of GPU 2 are deleted; GPU 3 is another GPU now.
 	got := map[string][]resourceapi.DeviceTaint{}
-	for _, d := range k.driver.SetGPUs([]allocator.NodeGPU{wholeGPU(h100, 0), sick, migGPU(h100, 2)}, nil) {
+	for _, d := range k.driver.SetGPUs([]allocator.NodeGPU{wholeGPU(h100, 0), sick, migGPU(h100, 2), swapped}, nil) {
 		got[d.Name] = d.Taints
 	}
-	noExecute := func(key string) []resourceapi.DeviceTaint {
-		return []resourceapi.DeviceTaint{{Key: key, Effect: resourceapi.DeviceTaintEffectNoExecute}}
+	taint := func(key string, effect resourceapi.DeviceTaintEffect) []resourceapi.DeviceTaint {
+		return []resourceapi.DeviceTaint{{Key: key, Effect: effect}}
 	}
 	want := map[string][]resourceapi.DeviceTaint{
-		"gpu-0": nil, "gpu-1": noExecute(TaintUnhealthy), "gpu-2-mig-3g-40gb-1": noExecute(TaintGone),
+		"gpu-0": nil, "gpu-1": taint(TaintUnhealthy, resourceapi.DeviceTaintEffectNoSchedule),
+		"gpu-2-mig-3g-40gb-1": taint(TaintGone, resourceapi.DeviceTaintEffectNoExecute),
+		"gpu-3":               taint(TaintGone, resourceapi.DeviceTaintEffectNoExecute),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("published taints (-want +got):\n%s", diff)
 	}
-	onSick := claim("on-sick", alloc{"gpu-1", 8})
-	k.add(onSick)
-	if err := k.prepare(onSick)[string(onSick.UID)].Error; !strings.Contains(err, "device gpu-1 is tainted gpu.gpuadmit.io/unhealthy") {
-		t.Errorf("preparing on an unhealthy GPU: %q, want a refusal naming the taint", err)
+	again := claim("again", alloc{"gpu-2-mig-3g-40gb-1", 0})
+	k.add(again)
+	if err := k.prepare(again)[string(again.UID)].Error; !strings.Contains(err, "device gpu-2-mig-3g-40gb-1 is tainted gpu.gpuadmit.io/gone") {
+		t.Errorf("preparing on a gone device: %q, want a refusal naming the taint", err)
 	}
 }

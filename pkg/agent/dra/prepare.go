@@ -57,7 +57,7 @@ func (d *Driver) plan(c *resourceapi.ResourceClaim) (preparedClaim, []cdispec.De
 		if !ok {
 			return pc, nil, fmt.Errorf("device %s is not published on this node (gone or unhealthy)", r.Device)
 		}
-		if key := dev.tainted(); key != "" {
+		if key := dev.gone(); key != "" {
 			return pc, nil, fmt.Errorf("device %s is tainted %s: the pod is to be evicted", r.Device, key)
 		}
 		if dev.visible == "" {
@@ -92,7 +92,7 @@ func (d *Driver) rewriteCDI(uid types.UID, pc preparedClaim) error {
 	specs := make([]cdispec.Device, 0, len(pc.Devices))
 	for _, pd := range pc.Devices {
 		dev, ok := d.devices[pd.Device]
-		if key := dev.tainted(); ok && key != "" {
+		if key := dev.gone(); ok && key != "" {
 			return fmt.Errorf("device %s it was prepared on is tainted %s: the pod is to be evicted", pd.Device, key)
 		}
 		if !ok {
