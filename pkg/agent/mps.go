@@ -98,11 +98,19 @@ func limitShows(answer string, mib int64) bool {
 }
 
 // Start runs the control daemon in the foreground as a child (so the
-// container lives as long as it does) and waits for its control socket.
+// container lives as long as it does) and waits until it answers a command.
+// A control socket and pid file left by a daemon that was killed (the pipe
+// directory is on the host and outlives the container) are removed first,
+// so an old socket is never taken for the new daemon.
 func (c MPSControl) Start(ctx context.Context) (*exec.Cmd, error) {
 	for _, d := range []string{MPSPipeDir(c.Root), filepath.Join(c.Root, "log")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("MPS control daemon: %w", err)
+		}
+	}
+	for _, stale := range []string{"control", "nvidia-cuda-mps-control.pid"} {
+		if err := os.Remove(filepath.Join(MPSPipeDir(c.Root), stale)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("MPS control daemon: remove stale %s: %w", stale, err)
 		}
 	}
 	cmd := exec.Command(c.binary(), "-f")
@@ -113,14 +121,29 @@ func (c MPSControl) Start(ctx context.Context) (*exec.Cmd, error) {
 	socket := filepath.Join(MPSPipeDir(c.Root), "control")
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if _, err := os.Stat(socket); err == nil {
-			return cmd, nil
+			if _, err := c.Command(ctx, "get_server_list"); err == nil {
+				return cmd, nil
+			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return nil, fmt.Errorf("MPS control daemon: no control socket %s after 30s", socket)
+			return nil, fmt.Errorf("MPS control daemon: it does not answer on %s after 30s", socket)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop tells the daemon to quit, and kills it when it does not listen.
+func (c MPSControl) stop(ctx context.Context, daemon *exec.Cmd, exited <-chan error) {
+	if _, err := c.Command(context.WithoutCancel(ctx), "quit"); err != nil {
+		_ = daemon.Process.Kill()
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = daemon.Process.Kill()
+		<-exited
 	}
 }
 
@@ -157,8 +180,7 @@ func RunMPS(ctx context.Context, c MPSControl, gpus []GPU, sharesPerGPU int64) e
 	exited := make(chan error, 1)
 	go func() { exited <- daemon.Wait() }()
 	if err := setLimits(ctx, c, limits, path); err != nil {
-		_, _ = c.Command(context.WithoutCancel(ctx), "quit")
-		<-exited
+		c.stop(ctx, daemon, exited)
 		return err
 	}
 	select {
@@ -168,10 +190,7 @@ func RunMPS(ctx context.Context, c MPSControl, gpus []GPU, sharesPerGPU int64) e
 	case <-ctx.Done():
 	}
 	_ = os.Remove(path)
-	if _, err := c.Command(context.WithoutCancel(ctx), "quit"); err != nil {
-		_ = daemon.Process.Kill()
-	}
-	<-exited
+	c.stop(ctx, daemon, exited)
 	return nil
 }
 
@@ -181,6 +200,17 @@ func setLimits(ctx context.Context, c MPSControl, limits MPSLimits, path string)
 		if err := c.SetLimit(ctx, uuid, mib); err != nil {
 			return err
 		}
+	}
+	// A default limit holds only for servers started after it was set: a
+	// client that connected in between (a container restarting under the
+	// previous daemon, which Allocate never sees again) would have started
+	// an unlimited server. Then start over rather than serve it.
+	servers, err := c.Command(ctx, "get_server_list")
+	if err != nil {
+		return err
+	}
+	if servers != "" {
+		return fmt.Errorf("MPS servers %s started before the memory limits were set; restarting the daemon", strings.Join(strings.Fields(servers), ", "))
 	}
 	b, err := json.Marshal(limits)
 	if err != nil {

@@ -129,3 +129,35 @@ func TestLimitShows(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMPSRestartsWhenAServerPredatesTheLimits: a server the daemon
+// started before the limits were set (a client that connected in between)
+// holds no limit, so the control mode quits the daemon and fails rather
+// than record limits that do not hold; a stale control socket from a killed
+// daemon is not taken for the new one.
+func TestRunMPSRestartsWhenAServerPredatesTheLimits(t *testing.T) {
+	c := newFakeMPSControl(t)
+	early := strings.Replace(fakeMPSControl, "quit) touch", `get_server_list) if [ -e "$pipe/limit-GPU-a" ]; then echo 4242; fi ;;
+quit) touch`, 1)
+	if err := os.WriteFile(c.Binary, []byte(early), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(MPSPipeDir(c.Root), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(MPSPipeDir(c.Root), "control")
+	if err := os.WriteFile(stale, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gpus := []GPU{{UUID: "GPU-a", MemoryMiB: 81559, MIGMode: MIGDisabled, Healthy: true}}
+	err := RunMPS(context.Background(), c, gpus, 4)
+	if err == nil || !strings.Contains(err.Error(), "MPS servers 4242 started before the memory limits were set") {
+		t.Fatalf("RunMPS: %v, want the early server named", err)
+	}
+	if _, err := os.Stat(filepath.Join(MPSPipeDir(c.Root), "quit")); err != nil {
+		t.Errorf("the daemon was not told to quit: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.Root, MPSLimitsFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("limits recorded although a server predates them: %v", err)
+	}
+}
