@@ -82,7 +82,7 @@
 // fails the claim with its name. Unpreparing removes the CDI file and the
 // entry; an unknown claim is unprepared already. Claims deleted from the API
 // while the agent was down, whose Unprepare never came, are released when it
-// starts and at every resync (Driver.ReleaseDeleted: a claim that is not
+// starts and every tenth resync (Driver.ReleaseDeleted: a claim that is not
 // found, or whose name now has another UID), as NVIDIA's DRA driver does.
 //
 // # Memory is not enforced

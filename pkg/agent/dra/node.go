@@ -181,16 +181,25 @@ func (n *Node) gpus() ([]agent.GPU, map[InstanceKey]string, error) {
 	return gpus, uuids, nil
 }
 
+// releaseEvery is how many resyncs pass between two rounds of
+// ReleaseDeleted after the one at start: a round is a GET per prepared
+// claim, and a claim deleted while the agent ran is unprepared by the
+// kubelet anyway; the rounds catch what it could not deliver.
+const releaseEvery = 10
+
 func (n *Node) resyncLoop(ctx context.Context, driver *Driver) error {
 	t := time.NewTicker(n.opts.Resync)
 	defer t.Stop()
+	ticks := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 			n.markDirty()
-			n.release(ctx, driver)
+			if ticks++; ticks%releaseEvery == 0 {
+				n.release(ctx, driver)
+			}
 		}
 	}
 }
