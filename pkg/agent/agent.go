@@ -37,6 +37,10 @@ type Agent struct {
 	gpus  []GPU
 	sick  map[string]bool // UUIDs the health watcher holds unhealthy
 	dirty chan struct{}   // holds one token when the Node needs writing
+	// mps and mpsUnit are, under MPS, the limits the control daemon holds
+	// and the share size they must be (readMPSLimits).
+	mps     MPSLimits
+	mpsUnit int64
 }
 
 // New returns an agent; nodes writes the Node.
@@ -100,6 +104,7 @@ func (a *Agent) setGPUs(gpus []GPU) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.gpus = cloneGPUs(gpus)
+	a.readMPSLimits()
 	for i := range a.gpus {
 		a.gpus[i].Healthy = a.healthy(a.gpus[i])
 	}
@@ -123,9 +128,39 @@ func (a *Agent) setHealth(uuid string, healthy bool) {
 	a.changed()
 }
 
-// healthy reports whether discovery read g and the watcher holds it well; a.mu is held.
+// healthy reports whether discovery read g, the watcher holds it well and,
+// under MPS, the control daemon holds its clients to one share; a.mu is held.
 func (a *Agent) healthy(g GPU) bool {
-	return g.Error == "" && !a.sick[g.UUID]
+	return g.Error == "" && !a.sick[g.UUID] && a.mpsReady(g)
+}
+
+// readMPSLimits reads, under MPS, the limits the control daemon holds and
+// the share size they must be; a.mu is held. It runs with every discovery
+// (at start and every resync), so a GPU serves once the daemon set its
+// limit, at most a resync after.
+func (a *Agent) readMPSLimits() {
+	root := a.opts.mpsRoot()
+	if root == "" {
+		return
+	}
+	limits, err := readMPSLimits(root)
+	if err != nil {
+		limits = MPSLimits{} // unreadable: hold every GPU until it is readable
+	}
+	a.mps, a.mpsUnit = limits, shareUnitMiB(a.gpus, int(a.opts.SharesPerGPU))
+}
+
+// mpsReady reports whether g may serve MPS clients: MPS is off, g serves
+// no shares, or the daemon holds g's clients to the share size. Until then
+// its devices go to the kubelet unhealthy, so no pod is sent to a node
+// whose daemon is not ready (Allocate would refuse it, and the kubelet
+// would fail that pod for good); a.mu is held.
+func (a *Agent) mpsReady(g GPU) bool {
+	if a.opts.mpsRoot() == "" || !g.Shares() {
+		return true
+	}
+	got, ok := a.mps[g.UUID]
+	return ok && got == a.mpsUnit
 }
 
 // changed hands the GPUs to the plugin and asks for a Node write; a.mu is held.

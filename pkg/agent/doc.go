@@ -93,7 +93,10 @@
 // one on a GPU whose limit limits.json does not show at the plugin's share
 // size (the daemon is not running, or was started with another
 // --shares-per-gpu): the kubelet then fails that pod rather than run it
-// unlimited.
+// unlimited. So that the kubelet sends no pod there in the first place, a
+// GPU's devices go to it unhealthy until limits.json holds that GPU at the
+// share size; the agent reads the file with every discovery, at start and
+// every resync.
 //
 // The plugin re-registers when the kubelet restarts (its socket is created
 // again), and reports a GPU's devices unhealthy after a critical XID or when

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc/codes"
@@ -346,4 +347,35 @@ func TestConcurrentAllocationsNeverDoubleBook(t *testing.T) {
 	if _, err := m.allocate(ctx, "late/main", 7); err == nil || !strings.Contains(err.Error(), "unavailable") {
 		t.Errorf("a 23rd container of 7 shares: error %v, want the kubelet's: devices unavailable", err)
 	}
+}
+
+// TestMPSGPUServesOnceItsLimitIsSet: under MPS a GPU's devices go to the
+// kubelet unhealthy until the control daemon holds it to the share size
+// (limits.json), so no pod is sent where Allocate would refuse it; they turn
+// healthy at the next resync after the daemon set the limit.
+func TestMPSGPUServesOnceItsLimitIsSet(t *testing.T) {
+	h := newHarness(t, 1)
+	o := h.options()
+	o.MPS, o.MPSRoot = true, t.TempDir()
+	a := New(h.nvml, h.nodes, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	m := h.kubelet.registered(ctx)
+	id := DeviceID(h.gpus[0].uuid, 0)
+	eventually(t, "the GPU's devices unhealthy without the daemon's limit", func() bool {
+		return m.healthOf()[id] == pluginapi.Unhealthy
+	})
+	b, err := json.Marshal(MPSLimits{h.gpus[0].uuid: testUnitMiB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(o.MPSRoot, MPSLimitsFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the GPU's devices healthy once the daemon holds its limit", func() bool {
+		h.clock.Step(time.Minute) // the default resync
+		return m.healthOf()[id] == pluginapi.Healthy
+	})
 }
