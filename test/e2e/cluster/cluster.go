@@ -68,7 +68,7 @@ type Cluster struct {
 
 	env        *envtest.Environment
 	opts       Options
-	procs      []*proc
+	procs      []*Proc
 	webhook    *runningWebhook
 	controller *runningWebhook
 }

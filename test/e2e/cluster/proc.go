@@ -11,17 +11,20 @@ import (
 	"time"
 )
 
-// proc is a control-plane component running as a child process in its own
-// process group, killed with this process if it dies (Pdeathsig).
-type proc struct {
+// Proc is a child process in its own process group, killed with this
+// process if it dies (Pdeathsig): a control-plane component, or (package
+// node) containerd and the kubelet.
+type Proc struct {
 	name string
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan struct{}
 	once sync.Once
+	// Grace is how long stop waits after SIGTERM before SIGKILL; zero means 5s.
+	Grace time.Duration
 }
 
-func startProc(path, name, logDir string, args ...string) (*proc, error) {
+func startProc(path, name, logDir string, args ...string) (*Proc, error) {
 	logf, err := os.Create(filepath.Join(logDir, name+".log"))
 	if err != nil {
 		return nil, err
@@ -30,12 +33,18 @@ func startProc(path, name, logDir string, args ...string) (*proc, error) {
 }
 
 // startProcLog is startProc with the log file given; it takes logf over.
-func startProcLog(path, name string, logf *os.File, args ...string) (*proc, error) {
+func startProcLog(path, name string, logf *os.File, args ...string) (*Proc, error) {
 	return startProcEnv(path, name, logf, nil, args...)
 }
 
 // startProcEnv is startProcLog with env added to this process's environment.
-func startProcEnv(path, name string, logf *os.File, env []string, args ...string) (*proc, error) {
+func startProcEnv(path, name string, logf *os.File, env []string, args ...string) (*Proc, error) {
+	return StartProcess(path, name, logf, env, args...)
+}
+
+// StartProcess starts path with args, env added to this process's
+// environment, its output to logf, which it takes over.
+func StartProcess(path, name string, logf *os.File, env []string, args ...string) (*Proc, error) {
 	cmd := exec.Command(path, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
@@ -46,21 +55,38 @@ func startProcEnv(path, name string, logf *os.File, env []string, args ...string
 		logf.Close()
 		return nil, err
 	}
-	p := &proc{name: name, cmd: cmd, log: logf, done: make(chan struct{})}
+	p := &Proc{name: name, cmd: cmd, log: logf, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	return p, nil
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after five
-// seconds; it stops the process once however often it is called.
-func (p *proc) stop() { p.once.Do(p.terminate) }
+// stop sends SIGTERM to the process group, then SIGKILL after Grace (five
+// seconds when zero); it stops the process once however often it is called.
+func (p *Proc) stop() { p.once.Do(p.terminate) }
 
-func (p *proc) terminate() {
+// Stop is stop, for other packages.
+func (p *Proc) Stop() { p.stop() }
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Proc) terminate() {
+	grace := p.Grace
+	if grace == 0 {
+		grace = 5 * time.Second
+	}
 	pgid := -p.cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(grace):
 		_ = syscall.Kill(pgid, syscall.SIGKILL)
 		<-p.done
 	}

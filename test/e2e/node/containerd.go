@@ -75,7 +75,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if p.exited() || time.Now().After(deadline) || ctx.Err() != nil {
+		if p.Exited() || time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("containerd not serving: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond)

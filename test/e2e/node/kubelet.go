@@ -82,7 +82,7 @@ func (n *Node) startKubelet() error {
 // The restarted kubelet learns its pods from the API server and the
 // runtime a moment later: until then it answers 404 for their logs.
 func (n *Node) RestartKubelet(ctx context.Context) error {
-	n.kubelet.stop()
+	n.kubelet.Stop()
 	since := time.Now()
 	if err := n.startKubelet(); err != nil {
 		return err
@@ -93,7 +93,7 @@ func (n *Node) RestartKubelet(ctx context.Context) error {
 // RestartContainerd stops containerd and starts it again; containers keep
 // running under their shims. It returns once containerd serves again.
 func (n *Node) RestartContainerd(ctx context.Context) error {
-	n.containerd.stop()
+	n.containerd.Stop()
 	return n.startContainerd(ctx)
 }
 
@@ -119,7 +119,7 @@ func (n *Node) waitReady(ctx context.Context, since time.Time) error {
 		default:
 			return nil
 		}
-		if n.kubelet.exited() {
+		if n.kubelet.Exited() {
 			return fmt.Errorf("kubelet exited (log %s)", filepath.Join(n.LogDir, "kubelet.log"))
 		}
 		select {

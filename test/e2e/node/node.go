@@ -48,8 +48,8 @@ type Node struct {
 	LogDir string
 
 	bin        string // BinDir with symlinks resolved
-	containerd *proc
-	kubelet    *proc
+	containerd *cluster.Proc
+	kubelet    *cluster.Proc
 	// ownLogLinks says ContainerLogLinks did not exist before Start, so
 	// Stop removes it (when empty).
 	ownLogLinks bool
@@ -176,11 +176,11 @@ func (n *Node) importImages() error {
 func (n *Node) Stop() error {
 	var errs []error
 	if n.kubelet != nil {
-		n.kubelet.stop()
+		n.kubelet.Stop()
 	}
-	if n.containerd != nil && !n.containerd.exited() {
+	if n.containerd != nil && !n.containerd.Exited() {
 		errs = append(errs, n.killContainers())
-		n.containerd.stop()
+		n.containerd.Stop()
 	}
 	if shim, err := filepath.EvalSymlinks(filepath.Join(n.bin, "containerd-shim-runc-v2")); err == nil {
 		killShims(shim)

@@ -5,67 +5,27 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
 )
 
-// proc is containerd or the kubelet, run as a child in its own process
-// group and killed if this process dies (Pdeathsig). Its log is appended
-// to, so a restarted daemon's log follows the first one's.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-	once sync.Once
-}
-
-// startProc starts path with args and env added to this process's
-// environment, its output appended to logPath.
-func startProc(logPath string, env []string, path string, args ...string) (*proc, error) {
+// startProc starts containerd or the kubelet (cluster.StartProcess), its
+// output appended to logPath after a header line, so a restarted daemon's
+// log follows the first one's; stopping it waits ten seconds for a clean
+// exit before SIGKILL.
+func startProc(logPath string, env []string, path string, args ...string) (*cluster.Proc, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(logf, "===== %s %s %s\n", time.Now().Format(time.RFC3339), path, strings.Join(args, " "))
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	p, err := cluster.StartProcess(path, path, logf, env, args...)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
-	p := &proc{name: path, cmd: cmd, log: logf, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
+	p.Grace = 10 * time.Second
 	return p, nil
-}
-
-// exited reports whether the process has ended.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM to the process group, then SIGKILL after ten
-// seconds; it stops the process once however often it is called.
-func (p *proc) stop() {
-	p.once.Do(func() {
-		pgid := -p.cmd.Process.Pid
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(pgid, syscall.SIGKILL)
-			<-p.done
-		}
-		p.log.Close()
-	})
 }
 
 // execOutput runs a command to its end and returns its standard output; an
