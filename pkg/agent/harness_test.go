@@ -65,8 +65,14 @@ func (h *harness) options() Options {
 // it registered; the agent stops with the test, or when stop is called.
 func (h *harness) start() (a *Agent, m *deviceManager, stop func()) {
 	h.t.Helper()
+	return h.startWith(h.options())
+}
+
+// startWith is start with the agent's options o.
+func (h *harness) startWith(o Options) (a *Agent, m *deviceManager, stop func()) {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a = New(h.nvml, h.nodes, h.options())
+	a = New(h.nvml, h.nodes, o)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 	stop = func() {

@@ -263,13 +263,8 @@ func TestAgentMPSOption(t *testing.T) {
 	o := h.options()
 	o.MPS = true
 	o.MPSRoot = mpsRoot(t, MPSLimits{h.gpus[0].uuid: testUnitMiB})
-	a := New(h.nvml, h.nodes, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	m := h.kubelet.registered(ctx)
-	c, err := m.allocate(ctx, "a/main", 1)
+	_, m, _ := h.startWith(o)
+	c, err := m.allocate(context.Background(), "a/main", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,12 +352,7 @@ func TestMPSGPUServesOnceItsLimitIsSet(t *testing.T) {
 	h := newHarness(t, 1)
 	o := h.options()
 	o.MPS, o.MPSRoot = true, t.TempDir()
-	a := New(h.nvml, h.nodes, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	m := h.kubelet.registered(ctx)
+	_, m, _ := h.startWith(o)
 	id := DeviceID(h.gpus[0].uuid, 0)
 	eventually(t, "the GPU's devices unhealthy without the daemon's limit", func() bool {
 		return m.healthOf()[id] == pluginapi.Unhealthy

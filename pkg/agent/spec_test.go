@@ -60,12 +60,7 @@ func readSpec(t *testing.T, dir string) *cdispec.Spec {
 // and hooks beside them, and Allocate names the container's GPU in it.
 func TestAgentWritesNodeSpec(t *testing.T) {
 	h, o, root := specHarness(t)
-	a := New(h.nvml, h.nodes, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	m := h.kubelet.registered(ctx)
+	_, m, _ := h.startWith(o)
 
 	spec := readSpec(t, o.CDIDir)
 	nodes := map[string][]string{}
@@ -79,7 +74,7 @@ func TestAgentWritesNodeSpec(t *testing.T) {
 		t.Errorf("the spec's GPU device nodes by device (-want +got):\n%s", diff)
 	}
 
-	c, err := m.allocate(ctx, "a/main", testShares) // all of one GPU: the lower index
+	c, err := m.allocate(context.Background(), "a/main", testShares) // all of one GPU: the lower index
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,12 +120,7 @@ func TestRediscoveryRewritesNodeSpec(t *testing.T) {
 	var count atomic.Int64
 	count.Store(2)
 	h.nvml.DeviceGetCountFunc = func() (int, nvml.Return) { return int(count.Load()), nvml.SUCCESS }
-	a := New(h.nvml, h.nodes, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	h.kubelet.registered(ctx)
+	h.startWith(o)
 	if n := len(readSpec(t, o.CDIDir).Devices); n != 2 {
 		t.Fatalf("the spec has %d devices, want 2", n)
 	}
@@ -148,12 +138,7 @@ func TestRediscoveryRewritesNodeSpec(t *testing.T) {
 // out a device no runtime could inject.
 func TestAGPUWithoutDeviceNodeServesUnhealthy(t *testing.T) {
 	h, o, _ := specHarness(t, 0) // no /dev/nvidia1
-	a := New(h.nvml, h.nodes, o)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	m := h.kubelet.registered(ctx)
+	_, m, _ := h.startWith(o)
 	var names []string
 	for _, d := range readSpec(t, o.CDIDir).Devices {
 		names = append(names, d.Name)
