@@ -117,6 +117,7 @@ type usage struct {
 	mib       int64
 	claims    int
 	exclusive bool
+	uuid      string // the GPU it was when prepared; empty where not recorded
 }
 
 // usage sums the prepared claims by device name.
@@ -131,27 +132,9 @@ func (cp checkpoint) usage() map[string]usage {
 }
 
 func (u usage) add(d preparedDevice) usage {
-	return usage{mib: u.mib + d.MemoryMiB, claims: u.claims + 1, exclusive: u.exclusive || d.Exclusive}
-}
-
-// held is what the prepared claims hold of one device.
-type held struct {
-	mib  int64
-	uuid string // the GPU it was when prepared; empty where not recorded
-}
-
-// heldDevices is what the prepared claims hold, by device name.
-func (cp checkpoint) heldDevices() map[string]held {
-	out := map[string]held{}
-	for _, c := range cp.Claims {
-		for _, d := range c.Devices {
-			h := out[d.Device]
-			h.mib += d.MemoryMiB
-			if d.UUID != "" {
-				h.uuid = d.UUID
-			}
-			out[d.Device] = h
-		}
+	out := usage{mib: u.mib + d.MemoryMiB, claims: u.claims + 1, exclusive: u.exclusive || d.Exclusive, uuid: u.uuid}
+	if d.UUID != "" {
+		out.uuid = d.UUID
 	}
 	return out
 }

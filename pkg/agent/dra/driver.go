@@ -105,7 +105,7 @@ func (d *Driver) SetGPUs(gpus []allocator.NodeGPU, migUUIDs map[InstanceKey]stri
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for name, held := range d.state.heldDevices() {
+	for name, held := range d.state.usage() {
 		dev, ok := byName[name]
 		switch {
 		case !ok:
