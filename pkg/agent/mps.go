@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi"
 )
 
 // MPSLimitsFile is the file in the MPS root where the control mode records
@@ -216,20 +218,7 @@ func setLimits(ctx context.Context, c MPSControl, limits MPSLimits, path string)
 	if err != nil {
 		return fmt.Errorf("encode MPS limits: %w", err)
 	}
-	return writeFile(path, b)
-}
-
-// writeFile writes through a temporary file and a rename, so a reader sees
-// the whole file or none.
-func writeFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return cdi.WriteAtomic(path, b)
 }
 
 // readMPSLimits reads the limits the control daemon holds; none when it has

@@ -26,11 +26,14 @@ func WriteSpec(path string, spec *cdispec.Spec) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
 		return nil // unchanged: no event for the runtime's watcher
 	}
-	return writeAtomic(path, b)
+	return WriteAtomic(path, b)
 }
 
-// writeAtomic writes a file through a temporary one and a rename.
-func writeAtomic(path string, data []byte) error {
+// WriteAtomic writes a file through a synced temporary one and a rename,
+// so a reader (a runtime, the next agent) sees the old file or the new one,
+// never half of one. The agent's other files (the DRA checkpoint, the MPS
+// limits) are written with it too.
+func WriteAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
