@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/cel-go/cel"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/deploy"
 )
 
 // checkRoles: the webhook serves only (--role=webhook, no leader election);
@@ -139,7 +140,7 @@ func checkControllerPolicy(t *testing.T, objs objects) {
 		if tc.oldObject != nil {
 			oldObject = tc.oldObject
 		}
-		msg := e.admit(req, object, oldObject)
+		msg := e.Admit(req, object, oldObject)
 		if (msg == "") != tc.allowed {
 			t.Errorf("%s: refusal %q, want allowed %v", name, msg, tc.allowed)
 		}
@@ -149,75 +150,13 @@ func checkControllerPolicy(t *testing.T, objs objects) {
 	}
 }
 
-// vapEval runs a policy's match conditions, variables and validations in
-// order, with untyped objects.
-type vapEval struct {
-	t   *testing.T
-	env *cel.Env
-	vap *admissionregistrationv1.ValidatingAdmissionPolicy
-}
-
-func newVAPEval(t *testing.T, vap *admissionregistrationv1.ValidatingAdmissionPolicy) vapEval {
+// newVAPEval is deploy's VAPEvaluator of vap, failing the test where the
+// policy's CEL does not compile.
+func newVAPEval(t *testing.T, vap *admissionregistrationv1.ValidatingAdmissionPolicy) *deploy.VAPEvaluator {
 	t.Helper()
-	env, err := cel.NewEnv(cel.OptionalTypes(),
-		cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
-		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	ev, err := deploy.NewVAPEvaluator(vap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return vapEval{t: t, env: env, vap: vap}
-}
-
-func (e vapEval) eval(expr string, in map[string]any) (any, error) {
-	e.t.Helper()
-	ast, iss := e.env.Compile(expr)
-	if iss.Err() != nil {
-		e.t.Fatalf("compile %q: %v", expr, iss.Err())
-	}
-	prg, err := e.env.Program(ast)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	out, _, err := prg.Eval(in)
-	if err != nil {
-		return nil, err
-	}
-	return out.Value(), nil
-}
-
-// admit is "" when the request passes, else the first failing validation's
-// message (or an evaluation error, which the API server, failurePolicy
-// Fail, also refuses).
-func (e vapEval) admit(req map[string]any, object, oldObject any) string {
-	e.t.Helper()
-	in := map[string]any{"request": req, "object": object, "oldObject": oldObject}
-	for _, mc := range e.vap.Spec.MatchConditions {
-		if ok, err := e.eval(mc.Expression, in); err != nil || ok != true {
-			return ""
-		}
-	}
-	vars := map[string]any{}
-	in["variables"] = vars
-	for _, v := range e.vap.Spec.Variables {
-		out, err := e.eval(v.Expression, in)
-		if err != nil {
-			return "variable " + v.Name + ": " + err.Error()
-		}
-		vars[v.Name] = out
-	}
-	for _, v := range e.vap.Spec.Validations {
-		ok, err := e.eval(v.Expression, in)
-		if err != nil {
-			return err.Error()
-		}
-		if ok == true {
-			continue
-		}
-		msg, err := e.eval(v.MessageExpression, in)
-		if err != nil {
-			return "messageExpression: " + err.Error()
-		}
-		return msg.(string)
-	}
-	return ""
+	return ev
 }

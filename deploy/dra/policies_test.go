@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/cel-go/cel"
-	"github.com/google/cel-go/ext"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,78 +103,24 @@ func TestPoliciesAreBoundToDeny(t *testing.T) {
 	}
 }
 
-// evaluator runs a policy's CEL the way the API server does, with plain
-// cel-go and untyped objects (the API server's typed environment is met in
-// test/e2e/dra_policy_test.go): match conditions, then variables in order,
-// then validations.
+// evaluator is deploy's VAPEvaluator with the policy at hand, failing the
+// test where the policy's CEL does not compile.
 type evaluator struct {
-	t   *testing.T
-	env *cel.Env
 	vap *admissionregistrationv1.ValidatingAdmissionPolicy
+	*deploy.VAPEvaluator
 }
 
 func newEvaluator(t *testing.T, vap *admissionregistrationv1.ValidatingAdmissionPolicy) evaluator {
-	env, err := cel.NewEnv(cel.OptionalTypes(), ext.Strings(),
-		cel.Variable("request", cel.DynType), cel.Variable("object", cel.DynType),
-		cel.Variable("oldObject", cel.DynType), cel.Variable("variables", cel.MapType(cel.StringType, cel.DynType)))
+	t.Helper()
+	ev, err := deploy.NewVAPEvaluator(vap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return evaluator{t: t, env: env, vap: vap}
+	return evaluator{vap: vap, VAPEvaluator: ev}
 }
 
-func (e evaluator) eval(expr string, in map[string]any) (any, error) {
-	ast, iss := e.env.Compile(expr)
-	if iss.Err() != nil {
-		e.t.Fatalf("compile %q: %v", expr, iss.Err())
-	}
-	prg, err := e.env.Program(ast)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	out, _, err := prg.Eval(in)
-	if err != nil {
-		return nil, err
-	}
-	return out.Value(), nil
-}
-
-// admit returns "" when the policy lets the request through, else the
-// message of the first validation that fails (or its evaluation error).
 func (e evaluator) admit(req, object, oldObject map[string]any) string {
-	in := map[string]any{"request": req, "object": object, "oldObject": oldObject}
-	for _, mc := range e.vap.Spec.MatchConditions {
-		if ok, err := e.eval(mc.Expression, in); err != nil || ok != true {
-			return ""
-		}
-	}
-	vars := map[string]any{}
-	in["variables"] = vars
-	for _, v := range e.vap.Spec.Variables {
-		out, err := e.eval(v.Expression, in)
-		if err != nil {
-			return "variable " + v.Name + ": " + err.Error()
-		}
-		vars[v.Name] = out
-	}
-	for _, v := range e.vap.Spec.Validations {
-		ok, err := e.eval(v.Expression, in)
-		if err != nil {
-			return err.Error()
-		}
-		if ok == true {
-			continue
-		}
-		if v.MessageExpression != "" {
-			msg, err := e.eval(v.MessageExpression, in)
-			if err != nil {
-				return "messageExpression: " + err.Error()
-			}
-			return msg.(string)
-		}
-		return v.Message
-	}
-	return ""
+	return e.Admit(req, object, oldObject)
 }
 
 // exactly and firstAvailable are device requests in resource.k8s.io/v1.
