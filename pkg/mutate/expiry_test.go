@@ -244,7 +244,9 @@ func TestTemplateSealAtTheWorkloadsCreate(t *testing.T) {
 	if err != nil || !res.Allowed {
 		t.Fatalf("template: %v %s", err, res.Message)
 	}
-	sealedPod := func() *corev1.Pod { return TemplatePod("ns", "train", "", &corev1.PodTemplateSpec{ObjectMeta: res.Pod.ObjectMeta, Spec: res.Pod.Spec}) }
+	sealedPod := func() *corev1.Pod {
+		return TemplatePod("ns", "train", "", &corev1.PodTemplateSpec{ObjectMeta: res.Pod.ObjectMeta, Spec: res.Pod.Spec})
+	}
 	tests := map[string]struct {
 		after time.Duration
 		wl    WorkloadRef
@@ -252,9 +254,9 @@ func TestTemplateSealAtTheWorkloadsCreate(t *testing.T) {
 		allow bool
 		want  string
 	}{
-		"reinvoked for the same Job":       {after: time.Second, wl: train, pod: sealedPod, allow: true},
-		"created again after the window":   {after: time.Hour, wl: train, pod: sealedPod, want: "sealed at 2026-11-27T09:00:00Z"},
-		"copied into another Job at once":  {after: time.Second, wl: WorkloadRef{Kind: "Job", Name: "copy"}, pod: sealedPod, want: "was sealed for Job/train"},
+		"reinvoked for the same Job":      {after: time.Second, wl: train, pod: sealedPod, allow: true},
+		"created again after the window":  {after: time.Hour, wl: train, pod: sealedPod, want: "sealed at 2026-11-27T09:00:00Z"},
+		"copied into another Job at once": {after: time.Second, wl: WorkloadRef{Kind: "Job", Name: "copy"}, pod: sealedPod, want: "was sealed for Job/train"},
 		"a generated name is another Job": {after: time.Second, wl: WorkloadRef{Kind: "Job", GenerateName: "train-"}, pod: sealedPod, want: "was sealed for Job/train"},
 		"a pod's seal copied into a template": {after: time.Second, wl: train, pod: func() *corev1.Pod {
 			return mustMutate(t, first, memPod()).Pod
