@@ -134,8 +134,8 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 
 // again verifies a pod that carries gpuadmit's record. A pod an older
 // gpuadmit admitted has no LabelManaged (a saved pod applied again): it is
-// verified as if it had it and passes unchanged, as every pod gpuadmit
-// already decided does (the upgrade notes say how to label such pods).
+// verified as if it had it, as every pod gpuadmit already decided is, and
+// the label is not added (the upgrade notes say how to label such pods).
 func (m *Mutator) again(ctx context.Context, req Request) (Result, error) {
 	arrived := req.Pod
 	req.recordedPool = PoolOf(arrived)

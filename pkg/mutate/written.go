@@ -15,8 +15,9 @@ import (
 )
 
 // written is every value gpuadmit wrote into a pod, kept in
-// AnnotationWritten under the MAC so that a pod coming back (reinvocation,
-// a saved pod applied again) is checked against it without deciding again.
+// AnnotationWritten under the MAC so that a pod coming back where its seal
+// holds (reinvocation, a Kueue Job's own pods: see Mutator.stale) is
+// checked against it without deciding again.
 // Its field names are short: it rides on every GPU pod.
 type written struct {
 	// Revision is the policy revision that decided.
