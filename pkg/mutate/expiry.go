@@ -95,7 +95,9 @@ func (m *Mutator) outsideWindow(s *sealed) string {
 // ownedBy is "" when pod's controller is the live workload wl, with the
 // UID the pod's ownerReference names, and that workload's pod template
 // carries the seal mac. The seal cannot name the workload's UID: the API
-// server assigns it after mutating admission (rest.BeforeCreate), so
+// server assigns it after mutating admission (the registry's Store.create
+// calls rest.FillObjectMetaSystemFields, after the create handler ran the
+// mutating webhooks and wiped any UID the client sent), so
 // gpuadmit seals the template for the workload's kind and name (or
 // generateName prefix) and checks the UID here, against the live object.
 // A pod that copies the template's annotations without being that
@@ -196,7 +198,7 @@ func short(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	const most = 120
+	const most = 200
 	if len(b) > most {
 		return string(b[:most]) + "…"
 	}
