@@ -55,9 +55,10 @@ func (m *Mutator) window() time.Duration {
 //     sealing time, either way (clock skew): the API server reinvoking
 //     gpuadmit for the request that sealed it. Nothing else in a
 //     reinvocation is the same as in the first call and unlike a saved
-//     pod: the AdmissionReview's request.uid is new for every call, and
-//     the object has no name yet where it was created with generateName
-//     and never a UID (the API server sets both after mutating admission).
+//     pod: the AdmissionReview's request.uid is new for every call, the
+//     object has no name yet where it was created with generateName and
+//     never a UID (the API server sets both after mutating admission), and
+//     a name it does have is the same in a saved pod applied again.
 //   - A template's seal (bound to a workload) holds on the pods that
 //     workload owns, for as long as it lives (see ownedBy), and on its
 //     own template within the window (the reinvocation of the workload's
