@@ -66,6 +66,7 @@ func checkRBAC(t *testing.T, objs objects) {
 			"/nodes:get", "/nodes:list", "/nodes:watch",
 			"/pods:get", "/pods:list", "/pods:watch",
 			"/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:watch",
+			"batch/jobs:get",
 			"events.k8s.io/events:create", "events.k8s.io/events:patch",
 			"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
 			"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",

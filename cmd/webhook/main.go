@@ -23,6 +23,7 @@ func main() {
 	flag.DurationVar(&o.EvalTimeout, "eval-timeout", 0, "time budget of one policy evaluation (default 250ms); keep it well inside the webhook's timeoutSeconds")
 	flag.StringVar(&o.CertDir, "cert-dir", "", "directory with tls.crt and tls.key, reloaded when they change (default /tmp/k8s-webhook-server/serving-certs)")
 	flag.StringVar(&o.RecordKeyDir, "record-key-dir", "", "directory with the keys that seal gpuadmit's record (files current and optional previous, the Secret gpuadmit-record-key mounted), reloaded when they change; empty seals nothing")
+	flag.DurationVar(&o.SealWindow, "seal-window", 0, "how long a pod's own seal is taken as it stands, for the API server's reinvocation of the same request; later the pod is decided again (default 90s: the API server's default --request-timeout of 60s plus clock skew; keep it above the API server's --request-timeout)")
 	flag.StringVar(&o.Host, "host", "", "address the webhook listens on (default all)")
 	flag.IntVar(&o.Port, "port", 9443, "webhook port")
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)

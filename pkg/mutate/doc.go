@@ -8,5 +8,9 @@
 // annotations (reinvocation, or a saved mutated pod applied again) is checked
 // by recomputing: gpuadmit restores the request it recorded, decides again and
 // compares. What gpuadmit would write for the pod is its own and passes
-// unchanged; anything else is forged and denied.
+// unchanged; anything else is forged and denied. Where record keys seal the
+// record, the seal stands in for that second decision only within the
+// reinvocation window, and, for a Kueue Job's template, on the live Job's
+// own pods (expiry.go); elsewhere a pod whose decision changed is refused,
+// saying what changed.
 package mutate

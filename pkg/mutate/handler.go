@@ -77,17 +77,17 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("gpuadmit mutates pods on CREATE only"), OutcomeAllowed
 	}
-	res, err := h.decide(ctx, req, pod, false)
+	res, err := h.decide(ctx, req, pod, nil)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
 	}
 	return response(res)
 }
 
-// decide decides for pod, a pod being created or (template) a workload's pod
-// template, with the namespace and quota of the review. Its callers answer
-// with response, which gives the outcome.
-func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, template bool) (Result, error) {
+// decide decides for pod, a pod being created or (workload not nil) that
+// workload's pod template, with the namespace and quota of the review. Its
+// callers answer with response, which gives the outcome.
+func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, workload *WorkloadRef) (Result, error) {
 	log := logf.FromContext(ctx)
 	ns, err := h.ns.Namespace(ctx, req.Namespace)
 	if err != nil {
@@ -102,13 +102,17 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1
 		}
 	}
 	start := h.opts.Clock.Now()
-	res, err := h.m.Mutate(ctx, Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo, Quota: rq,
-		DryRun: req.DryRun != nil && *req.DryRun, Template: template})
+	mreq := Request{Pod: pod, Namespace: ns, Operation: string(req.Operation), UserInfo: req.UserInfo, Quota: rq,
+		DryRun: req.DryRun != nil && *req.DryRun}
+	if workload != nil {
+		mreq.Template, mreq.Workload = true, *workload
+	}
+	res, err := h.m.Mutate(ctx, mreq)
 	if err != nil {
 		log.Error(err, "decision failed", "pod", podRef(pod))
 		return Result{}, err
 	}
-	if !template {
+	if workload == nil {
 		h.report(ctx, req, pod, res, outcomeOf(res), h.opts.Clock.Since(start).Seconds())
 	}
 	return res, nil

@@ -36,7 +36,9 @@ const (
 // Kueue then admits the workload on the GPU its pods will get (a MIG slice,
 // a share, whole GPUs and gpuadmit's accounting resources, not the dialect
 // the author wrote), and the pods arrive with gpuadmit's sealed record and
-// pass the pod webhook unchanged.
+// pass the pod webhook unchanged: the seal is bound to the Job, and holds
+// on the pods the live Job owns for as long as it lives, whatever the
+// policy says meanwhile (see Mutator.stale).
 type JobHandler struct {
 	pods *Handler
 }
@@ -81,7 +83,7 @@ func (h *JobHandler) handle(ctx context.Context, req admission.Request) (admissi
 		return admission.Allowed(fmt.Sprintf("the Job belongs to %s %s, which Kueue admitted as a whole; gpuadmit checks its pods when they are created", owner.Kind, owner.Name)), OutcomeAllowed
 	}
 	pod := TemplatePod(req.Namespace, job.Name, job.GenerateName, &job.Spec.Template)
-	res, err := h.pods.decide(ctx, req, pod, true)
+	res, err := h.pods.decide(ctx, req, pod, &WorkloadRef{Kind: "Job", Name: job.Name, GenerateName: job.GenerateName})
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
 	}

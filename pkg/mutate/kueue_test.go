@@ -16,13 +16,14 @@ import (
 )
 
 // kueueHandlers are the pod and Job handlers of one replica that seals its
-// records, on the example nodes, for the example namespace team-a.
-func kueueHandlers(t *testing.T) (*Handler, *JobHandler) {
+// records, on the example nodes, for the example namespace team-a, reading
+// Jobs from jobs (none where it is nil).
+func kueueHandlers(t *testing.T, jobs ...*batchv1.Job) (*Handler, *JobHandler) {
 	t.Helper()
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(batchv1.AddToScheme(s))
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{RecordKeys: KeySet{Current: key1}})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{RecordKeys: KeySet{Current: key1}, Workloads: fakeJobs(jobs)})
 	pods := NewHandler(m, teamA(t), s, HandlerOptions{})
 	return pods, NewJobHandler(pods)
 }
@@ -76,7 +77,8 @@ func applied(t *testing.T, raw []byte, resp admission.Response) *batchv1.Job {
 // controller then makes (with Kueue's podset label and its flavor's node
 // labels added) pass the pod webhook unchanged.
 func TestKueueJobTemplateIsDecided(t *testing.T) {
-	pods, jobs := kueueHandlers(t)
+	live := &batchv1.Job{}
+	pods, jobs := kueueHandlers(t, live)
 	ctx := context.Background()
 	req, raw := jobReview(t, hamiJob("team-a-queue"))
 	resp := jobs.Handle(ctx, req)
@@ -101,8 +103,9 @@ func TestKueueJobTemplateIsDecided(t *testing.T) {
 	}
 
 	// The Job controller's pod, once Kueue started the Job.
-	pod := TemplatePod("team-a", "", "train-", &job.Spec.Template)
-	pod.GenerateName = "train-"
+	job.UID = "job-uid-1"
+	*live = *job
+	pod := jobPod(job)
 	pod.Labels[LabelKueuePodSet] = "main"
 	if pod.Spec.NodeSelector == nil {
 		pod.Spec.NodeSelector = map[string]string{}

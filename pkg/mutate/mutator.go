@@ -73,6 +73,9 @@ type Request struct {
 	// Template is true when Pod is a workload's pod template (a Kueue Job's),
 	// decided before any pod exists: it takes no capacity yet.
 	Template bool
+	// Workload names that workload, where Template is true: its seal is
+	// bound to it.
+	Workload WorkloadRef
 
 	// recordedPool is set while a pod gpuadmit already admitted is decided
 	// again: the pool its record names.
@@ -131,8 +134,8 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 
 // again verifies a pod that carries gpuadmit's record. A pod an older
 // gpuadmit admitted has no LabelManaged (a saved pod applied again): it is
-// verified as if it had it and passes unchanged, as every pod gpuadmit
-// already decided does (the upgrade notes say how to label such pods).
+// verified as if it had it, as every pod gpuadmit already decided is, and
+// the label is not added (the upgrade notes say how to label such pods).
 func (m *Mutator) again(ctx context.Context, req Request) (Result, error) {
 	arrived := req.Pod
 	req.recordedPool = PoolOf(arrived)
@@ -218,12 +221,17 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	return res, setScheduler(&res, d, ch)
 }
 
-// seal seals an allowed result's record under the current key.
+// seal seals an allowed result's record under the current key, at the
+// time now, bound to the workload where the pod is its template.
 func (m *Mutator) seal(req Request, res *Result) error {
 	if !res.Allowed {
 		return nil
 	}
-	return seal(m.keys(), namespaceOf(req).Name, res.Pod, res.written)
+	var wl *WorkloadRef
+	if req.Template {
+		wl = &req.Workload
+	}
+	return seal(m.keys(), namespaceOf(req).Name, res.Pod, res.written, m.now(), wl)
 }
 
 // keys are the record keys in force; none without a KeySource.

@@ -2,9 +2,11 @@ package mutate
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/utils/clock"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -32,16 +34,33 @@ type MutatorOptions struct {
 	PriorityClasses PriorityClassGetter
 
 	// RecordKeys seal gpuadmit's record with a MAC (AnnotationMAC) over
-	// every value it wrote, so a pod that comes back — reinvocation after a
-	// later webhook, a saved pod applied again — passes unchanged when its
-	// values are still in place, even if the nodes or the policy changed
-	// meanwhile. Nil, or no current key (the offline CLI), seals nothing: a
-	// pod that comes back is verified by deciding again, which denies it
-	// when the decision changed.
+	// every value it wrote, when it wrote them and, in a workload's pod
+	// template, that workload. A pod that comes back within SealWindow
+	// (reinvocation after a later webhook), and a pod of the live workload
+	// whose template carries the seal, pass unchanged when its values are
+	// still in place, even if the nodes or the policy changed meanwhile;
+	// any other pod is decided again. Nil, or no current key (the offline
+	// CLI), seals nothing: a pod that comes back is verified by deciding
+	// again, which denies it when the decision changed.
 	RecordKeys KeySource
 	// Schedulers lists the second schedulers running now, for
 	// input.cluster.schedulers; nil lists none (the stock scheduler only).
 	Schedulers SchedulerSource
+	// SealWindow is how long a pod's own seal is taken as it stands: the
+	// reinvocation window, in which the API server may send the pod it
+	// admitted back to gpuadmit within the same request. Past it (a saved
+	// pod applied again, a record copied onto a new pod) the pod is
+	// decided again. The API server bounds a request by its
+	// --request-timeout (60s by default), so the window must be longer
+	// than that, plus the clock skew between gpuadmit's replicas. Zero
+	// means DefaultSealWindow.
+	SealWindow time.Duration
+	// Clock tells the time of sealing and of checking a seal; nil means the real clock.
+	Clock clock.PassiveClock
+	// Workloads reads the live workload that owns a pod arriving with its
+	// template's seal (see Mutator.verify); nil reads none, so such pods
+	// are decided again.
+	Workloads WorkloadReader
 	// Capacity, when set, makes pool choice look at free capacity: a pool
 	// is taken only if, after what pods bound, nominated or admitted to it
 	// hold, one node the pod may run on and the pool as a whole still have

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -16,10 +17,16 @@ import (
 const (
 	// AnnotationWritten lists every value gpuadmit wrote into the pod (see written).
 	AnnotationWritten = "gpuadmit.io/written"
-	// AnnotationMAC seals gpuadmit's record: "v1:<key id>:<MAC, base64url>".
+	// AnnotationMAC seals gpuadmit's record: "v2:<key id>:<MAC, base64url>".
 	AnnotationMAC = "gpuadmit.io/mac"
 
-	macVersion = "v1"
+	// macVersion is the seal gpuadmit writes: its record carries when it
+	// was sealed and, for a workload's pod template, the workload (see
+	// sealed). macVersion1 is the seal of releases before seals expired,
+	// bound to nothing but the namespace; it still verifies, and what it
+	// is worth is in verify.
+	macVersion  = "v2"
+	macVersion1 = "v1"
 	// MinKeyBytes is the shortest record key accepted (`openssl rand -hex 32` gives 64).
 	MinKeyBytes = 32
 )
@@ -84,9 +91,10 @@ type macInput struct {
 	Record    map[string]string `json:"record"`
 }
 
-// sum is the HMAC-SHA256 of the pod's record in namespace under key.
-func sum(key []byte, namespace string, pod *corev1.Pod) []byte {
-	in := macInput{Version: macVersion, Namespace: namespace, Record: map[string]string{}}
+// sum is the HMAC-SHA256 of the pod's record in namespace under key, for
+// the seal format version.
+func sum(key []byte, version, namespace string, pod *corev1.Pod) []byte {
+	in := macInput{Version: version, Namespace: namespace, Record: map[string]string{}}
 	for k, v := range pod.Annotations {
 		if IsOwnAnnotation(k) && k != AnnotationMAC {
 			in.Record[k] = v
@@ -99,45 +107,65 @@ func sum(key []byte, namespace string, pod *corev1.Pod) []byte {
 }
 
 // seal writes the record of what gpuadmit wrote and its MAC under the
-// current key; without a current key it writes neither.
-func seal(keys KeySet, namespace string, pod *corev1.Pod, w *written) error {
+// current key; without a current key it writes neither. The record carries
+// the sealing time at, and workload where pod is that workload's pod
+// template (nil for a pod): both are under the MAC.
+func seal(keys KeySet, namespace string, pod *corev1.Pod, w *written, at time.Time, workload *WorkloadRef) error {
 	if len(keys.Current) == 0 || w == nil {
 		return nil
 	}
+	w.SealedAt, w.Workload = at.Unix(), workload
 	raw, err := json.Marshal(w)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", AnnotationWritten, err)
 	}
 	setMeta(&pod.Annotations, map[string]string{AnnotationWritten: string(raw)})
-	mac := base64.RawURLEncoding.EncodeToString(sum(keys.Current, namespace, pod))
+	mac := base64.RawURLEncoding.EncodeToString(sum(keys.Current, macVersion, namespace, pod))
 	pod.Annotations[AnnotationMAC] = strings.Join([]string{macVersion, KeyID(keys.Current), mac}, ":")
 	return nil
 }
 
+// sealed is a record whose MAC verified.
+type sealed struct {
+	w *written
+	// version is the seal's format: macVersion, or macVersion1 (no
+	// sealing time, bound to no workload).
+	version string
+	// mac is the AnnotationMAC value, which a workload's pods carry as its
+	// template does.
+	mac string
+}
+
+// at is when the record was sealed.
+func (s *sealed) at() time.Time { return time.Unix(s.w.SealedAt, 0).UTC() }
+
 // unseal returns the written record of a pod whose MAC verifies under one of
 // keys, or says why it does not (no MAC, an unknown key, a wrong MAC).
-func unseal(keys KeySet, namespace string, pod *corev1.Pod) (*written, error) {
+func unseal(keys KeySet, namespace string, pod *corev1.Pod) (*sealed, error) {
 	raw, ok := pod.Annotations[AnnotationMAC]
 	if !ok {
 		return nil, fmt.Errorf("%s is missing", AnnotationMAC)
 	}
 	parts := strings.Split(raw, ":")
-	if len(parts) != 3 || parts[0] != macVersion {
-		return nil, fmt.Errorf("%s is not a %s MAC", AnnotationMAC, macVersion)
+	if len(parts) != 3 || (parts[0] != macVersion && parts[0] != macVersion1) {
+		return nil, fmt.Errorf("%s is not a %s or %s MAC", AnnotationMAC, macVersion, macVersion1)
 	}
 	key, ok := keys.lookup(parts[1])
 	if !ok {
 		return nil, fmt.Errorf("%s is sealed with key %s, which this replica does not hold", AnnotationMAC, parts[1])
 	}
 	got, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil || !hmac.Equal(got, sum(key, namespace, pod)) {
+	if err != nil || !hmac.Equal(got, sum(key, parts[0], namespace, pod)) {
 		return nil, fmt.Errorf("%s does not match the record", AnnotationMAC)
 	}
 	var w written
 	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationWritten]), &w); err != nil {
 		return nil, fmt.Errorf("%s: %w", AnnotationWritten, err)
 	}
-	return &w, nil
+	if parts[0] == macVersion && w.SealedAt == 0 {
+		return nil, fmt.Errorf("%s has no sealing time", AnnotationWritten)
+	}
+	return &sealed{w: &w, version: parts[0], mac: raw}, nil
 }
 
 // withSealOf returns a copy of pod whose seal annotations are those of from

@@ -63,10 +63,11 @@ var newPriority = tweakEval{rev: "git-new", tweak: func(d *policy.Decision) { d.
 func memPod() *corev1.Pod { return pod("p", map[string]string{"nvidia.com/gpumem": "3000"}) }
 
 // TestSealedPodComesBackUnchanged: a pod gpuadmit admitted comes back
-// (reinvocation after a later webhook, a saved pod applied again) after the
-// nodes or the policy changed. Deciding again would now write something
-// else; the sealed record lets it pass unchanged, while without a key it is
-// still re-decided and denied, as before seals.
+// within the seal window (the API server's reinvocation after a later
+// webhook) after the nodes or the policy changed. Deciding again would now
+// write something else; the sealed record lets it pass unchanged, while
+// without a key it is still re-decided and denied, as before seals.
+// (Past the window it is decided again: TestPodSealHoldsOnlyInTheReinvocationWindow.)
 func TestSealedPodComesBackUnchanged(t *testing.T) {
 	keys := KeySet{Current: key1}
 	tests := map[string]struct {

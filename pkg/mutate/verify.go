@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -14,25 +15,36 @@ import (
 
 // verify admits a pod that arrives with gpuadmit's annotations only if they
 // are what gpuadmit wrote for it. A record sealed under a key this replica
-// holds is checked as it stands (verifySealed). Any other record is checked
-// by deciding again (verifyByDeciding).
+// holds, and still good for this pod (see stale), is checked as it stands
+// (verifySealed); a sealed record that is not good here any more is
+// decided again (verifyExpired). Any other record is checked by deciding
+// again (verifyByDeciding).
 func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
 	keys := m.keys()
 	if len(keys.Current) == 0 {
 		return m.verifyByDeciding(ctx, req, nil)
 	}
-	w, err := unseal(keys, namespaceOf(req).Name, req.Pod)
+	s, err := unseal(keys, namespaceOf(req).Name, req.Pod)
 	if err != nil {
 		logf.FromContext(ctx).V(2).Info("record not sealed for this replica; deciding again", "pod", podRef(req.Pod), "reason", err.Error())
 		return m.verifyByDeciding(ctx, req, err)
 	}
-	return verifySealed(req.Pod, w), nil
+	why, err := m.stale(ctx, req, s)
+	if err != nil {
+		return Result{}, err
+	}
+	if why != "" {
+		logf.FromContext(ctx).V(2).Info("sealed record not taken as it stands; deciding again", "pod", podRef(req.Pod), "reason", why)
+		return m.verifyExpired(ctx, req, s, why)
+	}
+	return verifySealed(req.Pod, s.w), nil
 }
 
-// verifySealed admits a pod whose MAC verifies, unchanged, when every value
-// gpuadmit wrote is still in it as written and it has no GPU beyond them —
-// whatever the nodes or the policy are now: gpuadmit decided for this pod
-// and a later webhook (reinvocation) or a saved copy must not undo that.
+// verifySealed admits a pod whose MAC verifies and is still good for it,
+// unchanged, when every value gpuadmit wrote is still in it as written and
+// it has no GPU beyond them — whatever the nodes or the policy are now:
+// gpuadmit decided for this pod (or for the workload that owns it) and a
+// later webhook (reinvocation) must not undo that.
 func verifySealed(pod *corev1.Pod, w *written) Result {
 	if miss := w.missing(pod); len(miss) > 0 {
 		return deny(pod, forged("the record is sealed, but the pod is no longer as gpuadmit wrote it at "+strings.Join(miss, ", ")))
@@ -41,21 +53,81 @@ func verifySealed(pod *corev1.Pod, w *written) Result {
 		Explanation: fmt.Sprintf("gpuadmit already decided for this pod (policy revision %s); its sealed record verifies and every value gpuadmit wrote is in place, so nothing changes.", w.Revision)}
 }
 
-// verifyByDeciding restores the recorded request, decides again, and
-// requires the result to equal the pod as it arrived, seal aside (a seal
-// this replica cannot verify is replaced by its own, or removed). The
-// policy revision in the record may be older than the active one; if the
-// decision is the same, the record keeps the revision that made it.
-// unsealed says why the seal did not verify; nil where no key is configured.
+// verifyByDeciding decides again for a record whose seal does not verify
+// here (or where no key is configured) and requires the result to equal
+// the pod as it arrived, seal aside: a difference is a forgery. unsealed
+// says why the seal did not verify; nil where no key is configured.
 func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed error) (Result, error) {
+	return m.redecide(ctx, req, denials{
+		unreadable: func(err error) string { return forged(withSealReason(err.Error(), unsealed)) },
+		denied: func(now Result) string {
+			return withSealReason("the pod carries gpuadmit's record, but its recorded request is denied now: "+now.Message, unsealed)
+		},
+		differs: func(_ Result, patch []jsonpatch.Operation) string {
+			return forged(withSealReason("the pod differs from what gpuadmit writes for it at "+paths(patch), unsealed))
+		},
+	})
+}
+
+// verifyExpired decides again for a record gpuadmit sealed whose seal is
+// not good for this pod any more (why says which rule of stale): a saved
+// pod applied again, a record copied onto another pod. The record is
+// genuine, so a different decision is not a forgery but a change of policy
+// or of the cluster's pools, and the denial says what changed and why.
+func (m *Mutator) verifyExpired(ctx context.Context, req Request, s *sealed, why string) (Result, error) {
+	was := fmt.Sprintf("gpuadmit decided this pod under policy revision %s", s.w.Revision)
+	if s.w.SealedAt != 0 {
+		was += " at " + s.at().Format(time.RFC3339)
+	}
+	was += "; its seal is not taken as it stands because " + why + ", so gpuadmit decided it again"
+	return m.redecide(ctx, req, denials{
+		unreadable: func(err error) string { return forged(err.Error()) },
+		denied: func(now Result) string {
+			return was + ", and " + revisionNow(now.Revision, s.w.Revision) + " denies its recorded request: " + now.Message
+		},
+		differs: func(now Result, patch []jsonpatch.Operation) string {
+			return fmt.Sprintf("%s, and %s gives it something else: %s. Remove the gpuadmit.io/ annotations gpuadmit wrote (other than %s, %s and %s) "+
+				"and the values they record, and submit the pod as its author wrote it, to get what the policy gives now",
+				was, revisionNow(now.Revision, s.w.Revision), changes(req.Pod, patch),
+				"gpuadmit.io/class", "gpuadmit.io/backend", "gpuadmit.io/model")
+		},
+	})
+}
+
+// revisionNow says which policy decided now, against the recorded one.
+func revisionNow(now, recorded string) string {
+	switch now {
+	case "":
+		return "gpuadmit, under the policy and on the GPU pools as they are now,"
+	case recorded:
+		return fmt.Sprintf("the same policy revision (%s), on the cluster's GPU pools as they are now,", recorded)
+	}
+	return fmt.Sprintf("policy revision %s (it was %s)", now, recorded)
+}
+
+// denials word the denials of redecide: a record that cannot be read back
+// (unreadable), a recorded request the policy denies now (denied), and a
+// decision that differs from the pod as it arrived at patch's paths (differs).
+type denials struct {
+	unreadable func(err error) string
+	denied     func(now Result) string
+	differs    func(now Result, patch []jsonpatch.Operation) string
+}
+
+// redecide restores the recorded request, decides again, and admits the
+// pod as it arrived, with a fresh seal, where the decision is the same.
+// The policy revision in the record may be older than the active one; if
+// the decision is the same, the record keeps the revision that made it.
+// Otherwise the pod is denied as say words it.
+func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Result, error) {
 	pod := req.Pod
 	rec, err := decodeRecord(pod)
 	if err != nil {
-		return deny(pod, forged(withSealReason(err.Error(), unsealed))), nil
+		return deny(pod, say.unreadable(err)), nil
 	}
 	orig, err := unmutate(pod, rec)
 	if err != nil {
-		return deny(pod, forged(withSealReason(err.Error(), unsealed))), nil
+		return deny(pod, say.unreadable(err)), nil
 	}
 	again := req
 	again.Pod = orig
@@ -64,7 +136,7 @@ func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed er
 		return Result{}, err
 	}
 	if !out.Allowed {
-		return deny(pod, withSealReason("the pod carries gpuadmit's record, but its recorded request is denied now: "+out.Message, unsealed)), nil
+		return deny(pod, say.denied(out)), nil
 	}
 	keepRecordedRevision(out.Pod, pod)
 	if err := m.seal(req, &out); err != nil {
@@ -75,7 +147,7 @@ func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed er
 		return Result{}, err
 	}
 	if len(patch) > 0 {
-		return deny(pod, forged(withSealReason("the pod differs from what gpuadmit writes for it at "+paths(patch), unsealed))), nil
+		return deny(pod, say.differs(out, patch)), nil
 	}
 	out.Pod = withSealOf(pod, out.Pod)
 	out.Explanation = "gpuadmit already decided for this pod and would decide the same now; nothing changes. " + out.Explanation

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,8 +15,9 @@ import (
 )
 
 // written is every value gpuadmit wrote into a pod, kept in
-// AnnotationWritten under the MAC so that a pod coming back (reinvocation,
-// a saved pod applied again) is checked against it without deciding again.
+// AnnotationWritten under the MAC so that a pod coming back where its seal
+// holds (reinvocation, a Kueue Job's own pods: see Mutator.stale) is
+// checked against it without deciding again.
 // Its field names are short: it rides on every GPU pod.
 type written struct {
 	// Revision is the policy revision that decided.
@@ -37,6 +39,41 @@ type written struct {
 	// are under the MAC themselves).
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"ann,omitempty"`
+
+	// SealedAt is when the record was sealed (Unix seconds); zero in a
+	// record sealed before seals expired (macVersion1).
+	SealedAt int64 `json:"at,omitempty"`
+	// Workload is set where the record was sealed into a workload's pod
+	// template: the workload the seal is bound to (see Mutator.verify).
+	Workload *WorkloadRef `json:"wl,omitempty"`
+}
+
+// WorkloadRef names the workload whose pod template gpuadmit decided: its
+// kind (Job) and its name, or, where it is created with metadata.generateName,
+// that prefix (the API server names it only after admission).
+type WorkloadRef struct {
+	Kind         string `json:"kind"`
+	Name         string `json:"name,omitempty"`
+	GenerateName string `json:"generateName,omitempty"`
+}
+
+// String is kind/name, or kind/generateName* for a generated name.
+func (r WorkloadRef) String() string {
+	if r.Name == "" {
+		return r.Kind + "/" + r.GenerateName + "*"
+	}
+	return r.Kind + "/" + r.Name
+}
+
+// names reports whether a workload of kind named name is the one r names.
+func (r WorkloadRef) names(kind, name string) bool {
+	if kind != r.Kind || name == "" {
+		return false
+	}
+	if r.Name != "" {
+		return name == r.Name
+	}
+	return r.GenerateName != "" && strings.HasPrefix(name, r.GenerateName)
 }
 
 // setResources records the resources a container was given.

@@ -45,8 +45,16 @@ type Options struct {
 	// and, during a rotation, previous: the Secret gpuadmit-record-key
 	// mounted), reloaded every PolicyInterval. Empty, or no current file,
 	// seals nothing: a pod that comes back (reinvocation) is decided again
-	// and denied when the nodes or the policy changed meanwhile.
+	// and denied when the nodes or the policy changed meanwhile, and so are
+	// the pods of a Kueue Job whose template gpuadmit decided.
 	RecordKeyDir string
+	// SealWindow is how long a pod's own seal is taken as it stands (the
+	// API server's reinvocation of the request that sealed it); past it a
+	// pod that comes back is decided again. Zero means
+	// mutate.DefaultSealWindow (90s: the API server's default
+	// --request-timeout of 60s, plus clock skew between replicas); raise it
+	// with the API server's --request-timeout.
+	SealWindow time.Duration
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
 	// LeaderElection makes the reconcilers run on one replica only (the

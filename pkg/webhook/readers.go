@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
@@ -47,4 +49,26 @@ func (p priorityClasses) PriorityClass(ctx context.Context, name string) (*sched
 		return nil, false, fmt.Errorf("get priorityclass %s: %w", name, err)
 	}
 	return pc, true, nil
+}
+
+// jobs reads the Job that owns a pod arriving with its template's seal,
+// from the API server (get only, no informer): one read per such pod, and
+// no cache of every Job in the cluster in each replica.
+type jobs struct{ api client.Reader }
+
+var _ mutate.WorkloadReader = jobs{}
+
+func (j jobs) PodTemplateOf(ctx context.Context, namespace, kind, name string) (types.UID, map[string]string, bool, error) {
+	if kind != "Job" {
+		return "", nil, false, nil
+	}
+	job := &batchv1.Job{}
+	err := j.api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, job)
+	if apierrors.IsNotFound(err) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, fmt.Errorf("get job %s/%s: %w", namespace, name, err)
+	}
+	return job.UID, job.Spec.Template.Annotations, true, nil
 }

@@ -10,9 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
 )
+
+// sealWindow is the webhook's --seal-window here: far longer than a
+// reinvocation on loopback takes, and short enough for a test to wait out
+// (the default, 90s, is sized for a real API server's --request-timeout).
+const sealWindow = 10 * time.Second
 
 var (
 	env       *cluster.Cluster
@@ -43,7 +49,7 @@ func run(m *testing.M, bin string) int {
 		fmt.Fprintln(os.Stderr, "e2e: step policies:", err)
 		return 1
 	}
-	env, err = cluster.Start(ctx, cluster.Options{BinDir: bin, Root: root, Policies: policyDir})
+	env, err = cluster.Start(ctx, cluster.Options{BinDir: bin, Root: root, Policies: policyDir, SealWindow: sealWindow})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start control plane:", err)
 		return 1

@@ -39,6 +39,9 @@ type Options struct {
 	// PodEvents is the webhook's option of that name; false (its default)
 	// records Events for denials, warnings and fallbacks only.
 	PodEvents bool
+	// SealWindow is the webhook's option of that name (--seal-window):
+	// how long a pod's own seal holds; zero means its default (90s).
+	SealWindow time.Duration
 	// WebhookBinary is a built cmd/webhook. When set, gpuadmit's webhook runs
 	// as that process, as it is deployed: its own flags, a kubeconfig of its
 	// ServiceAccount, /metrics on a loopback port (WebhookMetricsURL); its
