@@ -31,8 +31,11 @@ import (
 // as any pod's variable does) gives that GPU: the variable is all it takes.
 // With = false, the documented setting, neither gets a device: which is why
 // the env-only mode had to go, and why gpuadmit now hands the kubelet CDI
-// devices. The runtime's own log shows it ran and ignored the variable, so
-// a handler that never ran the runtime cannot pass the second half.
+// devices. The runtime's own log shows it ran and ignored the variable, and
+// a privileged pod under the same handler still gets the GPU its variable
+// names (the toolkit trusts privileged containers, which see the host's
+// devices anyway): a handler that never ran the runtime, or a spec it could
+// not apply, cannot pass the second half.
 func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 	n := requireNode(t)
 	accepting, refusing := requireNVIDIARuntime(t, n, true), requireNVIDIARuntime(t, n, false)
@@ -42,9 +45,12 @@ func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 	gpu1Only := []string{dev("nvidia1", cditest.MajorGPU, 1)}
 
 	tests := map[string]struct {
-		rt      NVIDIARuntime
-		visible string
-		want    []string // GPU device nodes; the control nodes come with any
+		rt         NVIDIARuntime
+		visible    string
+		privileged bool
+		want       []string // GPU device nodes; the control nodes come with any
+		// wantIgnored: the runtime logs that it ignored the variable.
+		wantIgnored bool
 	}{
 		"accept=true: a pod asking no GPU sets NVIDIA_VISIBLE_DEVICES=all and sees every GPU": {
 			rt: accepting, visible: "all", want: all,
@@ -53,16 +59,22 @@ func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 			rt: accepting, visible: gpu1, want: gpu1Only,
 		},
 		"accept=false: the pod setting NVIDIA_VISIBLE_DEVICES=all sees no GPU": {
-			rt: refusing, visible: "all",
+			rt: refusing, visible: "all", wantIgnored: true,
 		},
 		"accept=false: the env-only selection gives no GPU either": {
-			rt: refusing, visible: gpu1,
+			rt: refusing, visible: gpu1, wantIgnored: true,
+		},
+		// The control: the same handler and spec do give GPUs where the
+		// toolkit trusts the variable, so the two above see none because
+		// the setting refused it, not because nothing could be injected.
+		"accept=false: a privileged pod's NVIDIA_VISIBLE_DEVICES=<uuid> still selects that GPU": {
+			rt: refusing, visible: gpu1, privileged: true, want: gpu1Only,
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			logBefore := fileSize(tc.rt.Log)
-			got := devicesSeen(t, n, tc.rt, tc.visible)
+			got := devicesSeen(t, n, tc.rt, tc.visible, tc.privileged)
 			want := tc.want
 			if len(want) > 0 {
 				want = append(slices.Clone(want), controlNodes()...)
@@ -74,8 +86,8 @@ func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 			}
 			log := readFrom(t, tc.rt.Log, logBefore)
 			const ignored = "Ignoring devices requested by environment variable(s) in unprivileged container: [NVIDIA_VISIBLE_DEVICES]"
-			if got := strings.Contains(log, ignored); got == tc.rt.AcceptEnvvar {
-				t.Errorf("the runtime's log says %q: %t, want %t; its lines for this pod:\n%s", ignored, got, !tc.rt.AcceptEnvvar, log)
+			if got := strings.Contains(log, ignored); got != tc.wantIgnored {
+				t.Errorf("the runtime's log says %q: %t, want %t; its lines for this pod:\n%s", ignored, got, tc.wantIgnored, log)
 			}
 		})
 	}
@@ -160,16 +172,21 @@ func (nvcdiLog) Infof(string, ...any)           {}
 func (nvcdiLog) Debugf(string, ...any)          {}
 func (nvcdiLog) Tracef(string, ...any)          {}
 
-// devicesSeen runs a pod under rt with NVIDIA_VISIBLE_DEVICES=visible that
-// lists, from inside its container, each /dev/nvidia* with its major and
-// minor number (hex), and returns the list, sorted.
-func devicesSeen(t *testing.T, n *Node, rt NVIDIARuntime, visible string) []string {
+// devicesSeen runs a pod under rt with NVIDIA_VISIBLE_DEVICES=visible,
+// privileged or not, that lists, from inside its container, each
+// /dev/nvidia* with its major and minor number (hex), and returns the
+// list, sorted. (This machine has no /dev/nvidia*, so a privileged
+// container, which gets the host's devices, shows only what was injected.)
+func devicesSeen(t *testing.T, n *Node, rt NVIDIARuntime, visible string, privileged bool) []string {
 	t.Helper()
 	ctx := context.Background()
 	pod := BusyboxPod("default", "nvidia-envvar", "sh", "-c",
 		`for d in /dev/nvidia*; do [ -e "$d" ] && stat -c '%n %t:%T' "$d"; done; true`)
 	pod.Spec.RuntimeClassName = &rt.RuntimeClass
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: visible}}
+	if privileged {
+		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
+	}
 	if _, err := n.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
