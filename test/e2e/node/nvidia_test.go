@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/agent/cdi/cditest"
 )
@@ -35,7 +36,8 @@ import (
 // a privileged pod under the same handler still gets the GPU its variable
 // names (the toolkit trusts privileged containers, which see the host's
 // devices anyway): a handler that never ran the runtime, or a spec it could
-// not apply, cannot pass the second half.
+// not apply, cannot pass the second half. So does a pod that merely adds
+// CAP_SYS_ADMIN, which is what the toolkit takes for privileged.
 func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 	n := requireNode(t)
 	accepting, refusing := requireNVIDIARuntime(t, n, true), requireNVIDIARuntime(t, n, false)
@@ -45,10 +47,10 @@ func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 	gpu1Only := []string{dev("nvidia1", cditest.MajorGPU, 1)}
 
 	tests := map[string]struct {
-		rt         NVIDIARuntime
-		visible    string
-		privileged bool
-		want       []string // GPU device nodes; the control nodes come with any
+		rt      NVIDIARuntime
+		visible string
+		sc      *corev1.SecurityContext // the container's
+		want    []string                // GPU device nodes; the control nodes come with any
 		// wantIgnored: the runtime logs that it ignored the variable.
 		wantIgnored bool
 	}{
@@ -68,13 +70,21 @@ func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 		// toolkit trusts the variable, so the two above see none because
 		// the setting refused it, not because nothing could be injected.
 		"accept=false: a privileged pod's NVIDIA_VISIBLE_DEVICES=<uuid> still selects that GPU": {
-			rt: refusing, visible: gpu1, privileged: true, want: gpu1Only,
+			rt: refusing, visible: gpu1, sc: &corev1.SecurityContext{Privileged: ptr.To(true)}, want: gpu1Only,
+		},
+		// What the toolkit calls privileged is CAP_SYS_ADMIN in the bounding
+		// set (internal/config/image/privileged.go): a pod that only adds
+		// that capability passes too, so the setting closes the hole only
+		// where such pods are refused (Pod Security baseline refuses both).
+		"accept=false: an unprivileged pod adding CAP_SYS_ADMIN counts as privileged: NVIDIA_VISIBLE_DEVICES=all sees every GPU": {
+			rt: refusing, visible: "all", want: all,
+			sc: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			logBefore := fileSize(tc.rt.Log)
-			got := devicesSeen(t, n, tc.rt, tc.visible, tc.privileged)
+			got := devicesSeen(t, n, tc.rt, tc.visible, tc.sc)
 			want := tc.want
 			if len(want) > 0 {
 				want = append(slices.Clone(want), controlNodes()...)
@@ -172,21 +182,19 @@ func (nvcdiLog) Infof(string, ...any)           {}
 func (nvcdiLog) Debugf(string, ...any)          {}
 func (nvcdiLog) Tracef(string, ...any)          {}
 
-// devicesSeen runs a pod under rt with NVIDIA_VISIBLE_DEVICES=visible,
-// privileged or not, that lists, from inside its container, each
+// devicesSeen runs a pod under rt with NVIDIA_VISIBLE_DEVICES=visible and
+// the container's security context sc (nil: none), that lists, from inside its container, each
 // /dev/nvidia* with its major and minor number (hex), and returns the
 // list, sorted. (This machine has no /dev/nvidia*, so a privileged
 // container, which gets the host's devices, shows only what was injected.)
-func devicesSeen(t *testing.T, n *Node, rt NVIDIARuntime, visible string, privileged bool) []string {
+func devicesSeen(t *testing.T, n *Node, rt NVIDIARuntime, visible string, sc *corev1.SecurityContext) []string {
 	t.Helper()
 	ctx := context.Background()
 	pod := BusyboxPod("default", "nvidia-envvar", "sh", "-c",
 		`for d in /dev/nvidia*; do [ -e "$d" ] && stat -c '%n %t:%T' "$d"; done; true`)
 	pod.Spec.RuntimeClassName = &rt.RuntimeClass
 	pod.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: visible}}
-	if privileged {
-		pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &privileged}
-	}
+	pod.Spec.Containers[0].SecurityContext = sc
 	if _, err := n.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
