@@ -36,8 +36,9 @@ import (
 // a privileged pod under the same handler still gets the GPU its variable
 // names (the toolkit trusts privileged containers, which see the host's
 // devices anyway): a handler that never ran the runtime, or a spec it could
-// not apply, cannot pass the second half. So does a pod that merely adds
-// CAP_SYS_ADMIN, which is what the toolkit takes for privileged.
+// not apply, cannot pass the second half. A pod that merely adds
+// CAP_SYS_ADMIN gets every GPU too: that is what the toolkit takes for
+// privileged.
 func TestKubeletNVIDIARuntimeEnvvarHole(t *testing.T) {
 	n := requireNode(t)
 	accepting, refusing := requireNVIDIARuntime(t, n, true), requireNVIDIARuntime(t, n, false)
