@@ -15,11 +15,14 @@ import (
 // runtime, CNI's loopback plugin alone, and NRI off so nothing appears in
 // /var/run/nri. The CRI's runtime section restricts oom_score_adj, because
 // these machines lack CAP_SYS_RESOURCE and every sandbox fails otherwise.
-// CDI is always on in v2; its spec directories stay the defaults
-// (/etc/cdi, /var/run/cdi), where drivers write them.
-func containerdConfig(dir, bin string) string {
+// CDI is always on in v2; its spec directories are the defaults
+// (/etc/cdi, /var/run/cdi), where drivers write them, after the node's own
+// (specDir), which stands in for /etc/cdi so that a test's node-wide spec
+// leaves this machine's alone. Each NVIDIA runtime is one more runc handler
+// whose runc binary is the runtime's wrapper.
+func containerdConfig(dir, bin, specDir string, nvidia []NVIDIARuntime) string {
 	q := func(s string) string { return "'" + s + "'" }
-	return strings.Join([]string{
+	lines := []string{
 		`version = 4`,
 		`root = ` + q(filepath.Join(dir, "containerd", "root")),
 		`state = ` + q(filepath.Join(dir, "containerd", "state")),
@@ -36,7 +39,7 @@ func containerdConfig(dir, bin string) string {
 		`      sandbox = ` + q(PauseImage),
 		`  [plugins.'io.containerd.cri.v1.runtime']`,
 		`    restrict_oom_score_adj = true`,
-		`    cdi_spec_dirs = ['/etc/cdi', '/var/run/cdi']`,
+		`    cdi_spec_dirs = [` + q(specDir) + `, '/etc/cdi', '/var/run/cdi']`,
 		`    [plugins.'io.containerd.cri.v1.runtime'.containerd]`,
 		`      default_runtime_name = 'runc'`,
 		`      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]`,
@@ -45,13 +48,24 @@ func containerdConfig(dir, bin string) string {
 		`        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]`,
 		`          BinaryName = ` + q(filepath.Join(bin, "runc")),
 		`          SystemdCgroup = false`,
+	}
+	for _, r := range nvidia {
+		h := `      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.` + q(r.RuntimeClass) + `]`
+		lines = append(lines, h,
+			`        runtime_type = 'io.containerd.runc.v2'`,
+			`        runtime_path = `+q(filepath.Join(bin, "containerd-shim-runc-v2")),
+			strings.TrimSuffix(h, "]")+`.options]`,
+			`          BinaryName = `+q(r.wrapper()),
+			`          SystemdCgroup = false`)
+	}
+	lines = append(lines,
 		`    [plugins.'io.containerd.cri.v1.runtime'.cni]`,
-		`      bin_dirs = [` + q(filepath.Join(bin, "cni")) + `]`,
-		`      conf_dir = ` + q(filepath.Join(dir, "cni")),
+		`      bin_dirs = [`+q(filepath.Join(bin, "cni"))+`]`,
+		`      conf_dir = `+q(filepath.Join(dir, "cni")),
 		`  [plugins.'io.containerd.nri.v1.nri']`,
 		`    disable = true`,
-		``,
-	}, "\n")
+		``)
+	return strings.Join(lines, "\n")
 }
 
 // loopbackCNI is the node's only network configuration: pods use the host's
@@ -89,7 +103,10 @@ func (n *Node) writeContainerdConfig() error {
 	if err := os.WriteFile(filepath.Join(n.Dir, "cni", "10-loopback.conflist"), []byte(loopbackCNI), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(containerdConfig(n.Dir, n.bin)), 0o644)
+	if err := n.writeNVIDIARuntimes(); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(n.Dir, "containerd.toml"), []byte(containerdConfig(n.Dir, n.bin, n.CDISpecDir, n.nvidia)), 0o644)
 }
 
 // Ctr runs containerd's ctr against the node's containerd, in the CRI's

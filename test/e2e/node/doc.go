@@ -16,8 +16,10 @@
 // (hostNetwork, imagePullPolicy Never), Logs and Exec through the API
 // server and the kubelet (what kubectl logs and exec do), Ctr
 // for containerd, Import for images of its own (Image writes an OCI layout
-// archive from files on this machine, no image builder involved), and
-// RestartKubelet and RestartContainerd. Start and Stop bracket the package
+// archive from files on this machine, no image builder involved),
+// RestartKubelet and RestartContainerd, NVIDIARuntime for a pod that runs
+// under NVIDIA's container runtime (below), and CDISpecDir, a CDI spec
+// directory of its own that stands in for /etc/cdi. Start and Stop bracket the package
 // (TestMain); Stop kills every container and unmounts and removes what the
 // node left under /var/lib/kubelet, /run/containerd and its temp directory
 // (checked against /proc/self/mountinfo, and nothing is removed while
@@ -57,6 +59,30 @@
 //     that talks to the API server (an agent's DaemonSet, hostNetwork) sets
 //     KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT to the API
 //     server's loopback address itself, as there is no kube-proxy.
+//   - NVIDIA's runtime: nvidia-container-runtime and nvidia-cdi-hook from
+//     the container toolkit module (the version gpuadmit's go.mod pins for
+//     nvcdi; cgo, as go-nvml dlopens NVML), registered when BinDir has the
+//     runtime as two runc handlers with a RuntimeClass each: "nvidia"
+//     (accept-nvidia-visible-devices-envvar-when-unprivileged = false) and
+//     "nvidia-envvar" (= true, the toolkit's default). The runc shim passes
+//     the runtime no environment of its own and the toolkit reads
+//     $NVIDIA_CTK_CONFIG_FILE_PATH, else
+//     $XDG_CONFIG_HOME/nvidia-container-runtime/config.toml, else /etc's:
+//     each handler's BinaryName is a script that sets the first and execs
+//     the runtime, so this machine's /etc stays untouched. Its config: mode
+//     "cdi" (legacy mode execs nvidia-container-cli, libnvidia-container, C,
+//     not built here); runtimes = [runc from BinDir] (by default it looks
+//     for runc or crun on PATH); spec-dirs = CDISpecDir, /etc/cdi,
+//     /var/run/cdi; a debug log in LogDir, where it says what it injected
+//     or ignored. In cdi mode NVIDIA_VISIBLE_DEVICES=<v> asks for the CDI
+//     device nvidia.com/gpu=<v> (default-kind), so the node needs the spec
+//     an admin writes with nvidia-ctk cdi generate: the test makes it with
+//     nvcdi (index and UUID names, the "all" device) from cditest's fake
+//     driver root, its hooks naming the real nvidia-cdi-hook, whose hooks
+//     (create-symlinks, update-ldcache, enable-cuda-compat, ...) run in a
+//     busybox container without failing it. A test runs a pod under it by
+//     setting the pod's spec.runtimeClassName to the RuntimeClass of
+//     n.NVIDIARuntime(false) (or of n.NVIDIARuntime(true), the default).
 //   - Control plane: authorization Node,RBAC, NodeRestriction and
 //     ServiceAccount admission (envtest turns the latter off); the
 //     controller-manager runs the node-lifecycle controller (it lifts the

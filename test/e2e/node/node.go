@@ -46,10 +46,19 @@ type Node struct {
 	// LogDir holds every component's log (the control plane's too); it is
 	// left for the caller, who keeps it when something failed.
 	LogDir string
+	// CDISpecDir is the node's own CDI spec directory, under Dir, which
+	// containerd and the NVIDIA runtimes read before /etc/cdi and
+	// /var/run/cdi: where a test puts the node-wide spec an admin would
+	// write to /etc/cdi (nvidia-ctk cdi generate), leaving this machine's
+	// /etc/cdi alone.
+	CDISpecDir string
 
 	bin        string // BinDir with symlinks resolved
 	containerd *cluster.Proc
-	kubelet    *cluster.Proc
+	// nvidia are the NVIDIA runtime handlers (NVIDIARuntime); none when
+	// BinDir has no nvidia-container-runtime.
+	nvidia  []NVIDIARuntime
+	kubelet *cluster.Proc
 	// ownLogLinks says ContainerLogLinks did not exist before Start, so
 	// Stop removes it (when empty).
 	ownLogLinks bool
@@ -83,8 +92,13 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 	if n.LogDir, err = os.MkdirTemp("", "gpuadmit-node-logs-"); err != nil {
 		return n, err
 	}
+	n.CDISpecDir = filepath.Join(n.Dir, "cdi")
+	n.nvidia = nvidiaRuntimes(n.Dir, n.LogDir, n.bin)
 	if err := n.startCluster(ctx, opts); err != nil {
 		return n, fmt.Errorf("step control plane: %w", err)
+	}
+	if err := n.createRuntimeClasses(ctx); err != nil {
+		return n, fmt.Errorf("step runtime classes: %w", err)
 	}
 	if err := n.writeContainerdConfig(); err != nil {
 		return n, err
