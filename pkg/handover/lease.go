@@ -9,9 +9,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// SchedulerName is gpuadmit-scheduler's name: the scheduler its profile
-// serves and the Lease its leader renews (deploy/scheduler).
-const SchedulerName = "gpuadmit-scheduler"
 
 // defaultLeaseDuration is client-go's and kube-scheduler's default, used
 // for a Lease that states none.

@@ -85,7 +85,7 @@ func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
 			c.oursBare++
 		}
 	}
-	next := Owners{Others: cur.others(), Pools: maps.Clone(cur.Pools)}
+	next := Owners{Others: cur.Normalized().Others, Pools: maps.Clone(cur.Pools)}
 	if next.Pools == nil {
 		next.Pools = map[string]State{}
 	}
@@ -94,7 +94,7 @@ func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
 	} else {
 		turnOff(&next, on)
 	}
-	next = next.normalized()
+	next = next.Normalized()
 	var del []Waiting
 	for _, w := range waiting {
 		if w.Scheduler == SchedulerName && w.Controlled && next.Of(w.Pool) != Owned {
