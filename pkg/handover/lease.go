@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-
 // defaultLeaseDuration is client-go's and kube-scheduler's default, used
 // for a Lease that states none.
 const defaultLeaseDuration = 15 * time.Second

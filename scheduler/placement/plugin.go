@@ -27,7 +27,7 @@ type Plugin struct {
 	offers        offers
 	placers       placerCache
 	nodes         nodeStates
-	fixedWorkload bool // the args fix the target workload
+	fixedWorkload bool       // the args fix the target workload
 	owners        *ownership // nil without a client: every pool is the plugin's
 }
 
