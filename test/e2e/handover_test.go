@@ -130,6 +130,33 @@ func TestGateSchedulerLeaderKilledMidBurst(t *testing.T) {
 	check()
 }
 
+// TestGateSchedulerHandoverPowers: the controller's account, under
+// deploy/base's RBAC and admission policy, may delete a pod only where it
+// waits for gpuadmit-scheduler with a controller owner (the running
+// controller does, as that account, in the tests above), and write no
+// ConfigMap but the record: a pod of the stock scheduler and another
+// ConfigMap of its own namespace are refused by the policy, a ConfigMap
+// elsewhere by RBAC.
+func TestGateSchedulerHandoverPowers(t *testing.T) {
+	ctx := context.Background()
+	ns := plainNamespace(t, ctx, "gate-handover-powers")
+	controller := accountClient(t, controllerAccount)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "stock", Labels: map[string]string{mutate.LabelManaged: "true"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the controller policy refuses the stock scheduler's pod", 30*time.Second, func() (bool, string) {
+		err := controller.Delete(ctx, p.DeepCopy(), client.DryRunAll)
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), controllerOnly+" pods it replaces"), "dry-run delete: " + errString(err)
+	})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "gpuadmit-system", Name: "not-the-record", Labels: map[string]string{"app.kubernetes.io/managed-by": "gpuadmit"}}}
+	refusedBy(t, "another ConfigMap in gpuadmit-system", controller.Create(ctx, cm, client.DryRunAll), controllerOnly+" the ConfigMap gpuadmit-scheduler-pools")
+	elsewhere := cm.DeepCopy()
+	elsewhere.Namespace, elsewhere.Name = ns, handover.ConfigMapName
+	refusedBy(t, "the record's name in another namespace", controller.Create(ctx, elsewhere, client.DryRunAll), rbacDenial)
+}
+
 // plainNamespace creates a namespace for one test and deletes it after.
 func plainNamespace(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
