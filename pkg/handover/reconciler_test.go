@@ -37,7 +37,8 @@ func placed(name, pool, scheduler string, controlled bool) *corev1.Pod {
 // Lease gone and the record giving it every pool, one pass writes the pool
 // with its waiting pods as releasing, deletes the controlled pod that
 // waits for it (not the bare one, not the stock scheduler's) with an Event
-// that says why, and looks again after Tick; the next pass, the pod gone,
+// that says why (not a Kueue workload's pod, which would come back for the
+// same scheduler), and looks again after Tick; the next pass, the pod gone,
 // gives the pool to the stock scheduler and schedules no further look.
 func TestReconcilerReleasesAPoolOfAGoneScheduler(t *testing.T) {
 	ctx := context.Background()
@@ -46,7 +47,8 @@ func TestReconcilerReleasesAPoolOfAGoneScheduler(t *testing.T) {
 	c := fake.NewClientBuilder().WithObjects(cm,
 		placed("replaced", "a100", SchedulerName, true),
 		placed("bare", "t4", SchedulerName, false),
-		placed("stock", "h100", corev1.DefaultSchedulerName, true)).Build()
+		placed("stock", "h100", corev1.DefaultSchedulerName, true),
+		kueuePod(placed("kueue", "a100", SchedulerName, true))).Build()
 	ev := events.NewFakeRecorder(10)
 	r := NewReconciler(c, NewLease(clocktesting.NewFakePassiveClock(time.Now())), ev, "gpuadmit-system", clocktesting.NewFakePassiveClock(time.Now()))
 
@@ -61,11 +63,11 @@ func TestReconcilerReleasesAPoolOfAGoneScheduler(t *testing.T) {
 		t.Errorf("record after the first pass: %v", got)
 	}
 	left := map[string]bool{}
-	for _, name := range []string{"replaced", "bare", "stock"} {
+	for _, name := range []string{"replaced", "bare", "stock", "kueue"} {
 		err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: name}, &corev1.Pod{})
 		left[name] = !apierrors.IsNotFound(err)
 	}
-	if diff := cmp.Diff(map[string]bool{"replaced": false, "bare": true, "stock": true}, left); diff != "" {
+	if diff := cmp.Diff(map[string]bool{"replaced": false, "bare": true, "stock": true, "kueue": true}, left); diff != "" {
 		t.Errorf("pods left (-want +got):\n%s", diff)
 	}
 	select {
@@ -87,6 +89,11 @@ func TestReconcilerReleasesAPoolOfAGoneScheduler(t *testing.T) {
 	if res.RequeueAfter != 0 {
 		t.Errorf("RequeueAfter = %v with nothing left to release, want none", res.RequeueAfter)
 	}
+}
+
+func kueuePod(p *corev1.Pod) *corev1.Pod {
+	p.Labels[mutate.LabelKueuePodSet] = "main"
+	return p
 }
 
 func storedRecord(t *testing.T, c client.Client) map[string]string {

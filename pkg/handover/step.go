@@ -18,9 +18,14 @@ type Waiting struct {
 	UID             types.UID
 	Pool            string
 	Scheduler       string
-	// Controlled: a controller (ReplicaSet, Job, StatefulSet…) owns the pod
-	// and creates it again when it is deleted.
-	Controlled bool
+	// Replaceable: a controller (ReplicaSet, Job, StatefulSet…) owns the
+	// pod and creates it again when it is deleted, decided anew for the
+	// pool's owner now. Not a pod of a Kueue workload (label
+	// kueue.x-k8s.io/podset): where gpuadmit decided the workload's
+	// template, its pods come back with the template's scheduler, and a
+	// Job counts each deleted pod against its backoffLimit; those pods are
+	// left to wait (docs/scheduler-handover.md, limits).
+	Replaceable bool
 }
 
 // WaitingOf is the pod as Next sees it, and false for a pod that waits for
@@ -34,13 +39,13 @@ func WaitingOf(p *corev1.Pod) (Waiting, bool) {
 		return Waiting{}, false
 	}
 	return Waiting{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Pool: pool, Scheduler: p.Spec.SchedulerName,
-		Controlled: metav1.GetControllerOf(p) != nil}, true
+		Replaceable: metav1.GetControllerOf(p) != nil && p.Labels[mutate.LabelKueuePodSet] == ""}, true
 }
 
 // waitingOn counts a pool's waiting pods by scheduler.
 type waitingOn struct {
-	ours       int // for gpuadmit-scheduler, with a controller
-	oursBare   int // for gpuadmit-scheduler, without one: nothing creates them again
+	ours       int // for gpuadmit-scheduler, replaceable
+	oursBare   int // for gpuadmit-scheduler, not replaceable: nothing creates them again for another scheduler
 	otherwhere int // for any other scheduler
 }
 
@@ -59,13 +64,13 @@ type waitingOn struct {
 //     webhook admitted none while Releasing), else Stock;
 //   - not live, Owned → Releasing while gpuadmit-scheduler's controlled
 //     pods wait on the pool, else Stock; Releasing → Stock once none is
-//     left. Pods without a controller are not waited for: nothing would
-//     ever replace them (the webhook gives gpuadmit-scheduler none, so
-//     only pods admitted before it refused them can be left).
+//     left. Pods that cannot be replaced are not waited for: nothing would
+//     ever replace them (the webhook gives gpuadmit-scheduler no bare pod,
+//     so those are Kueue's and pods admitted before it refused bare ones).
 //
 // Pools the record does not name move together as Others; those with
 // waiting pods that keep them from following are named until they can.
-// Every waiting, controlled pod of gpuadmit-scheduler on a pool the next
+// Every waiting, replaceable pod of gpuadmit-scheduler on a pool the next
 // record does not give it is deleted, whenever it was admitted: a webhook
 // replica whose cache lagged may have admitted it after the change.
 func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
@@ -79,7 +84,7 @@ func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
 		switch {
 		case w.Scheduler != SchedulerName:
 			c.otherwhere++
-		case w.Controlled:
+		case w.Replaceable:
 			c.ours++
 		default:
 			c.oursBare++
@@ -97,7 +102,7 @@ func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
 	next = next.Normalized()
 	var del []Waiting
 	for _, w := range waiting {
-		if w.Scheduler == SchedulerName && w.Controlled && next.Of(w.Pool) != Owned {
+		if w.Scheduler == SchedulerName && w.Replaceable && next.Of(w.Pool) != Owned {
 			del = append(del, w)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func waiting(pool, scheduler string, controlled bool, name string) Waiting {
-	return Waiting{Namespace: "team-a", Name: name, Pool: pool, Scheduler: scheduler, Controlled: controlled}
+func waiting(pool, scheduler string, replaceable bool, name string) Waiting {
+	return Waiting{Namespace: "team-a", Name: name, Pool: pool, Scheduler: scheduler, Replaceable: replaceable}
 }
 
 // TestNextHandsAPoolOverOnlyOnceTheOldOwnerHasNoPodWaiting: the owner

@@ -199,7 +199,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err := checkPlacementNames(want, d); err != nil {
 		return Result{}, err
 	}
-	d, gated := m.gateSchedulers(pod, d)
+	d, gated := m.gateSchedulers(pod, d, req.Template)
 	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req))
 	if ch == nil {
 		reasons = append(gated, reasons...)

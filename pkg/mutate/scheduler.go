@@ -126,10 +126,11 @@ func poolOwners(s SchedulerSource, inv *inventory.Inventory) map[string]string {
 // gpuadmit-scheduler. Should gpuadmit-scheduler go away, gpuadmit replaces
 // the pods that wait for it by deleting them for their controllers to
 // create again; nothing would create a bare pod again, so it would wait
-// for good (spec.schedulerName cannot change). d is not modified (the memo
-// holds it).
-func (m *Mutator) gateSchedulers(pod *corev1.Pod, d policy.Decision) (policy.Decision, []string) {
-	bare := metav1.GetControllerOf(pod) == nil
+// for good (spec.schedulerName cannot change). A workload's pod template
+// (template, the Kueue path) is not bare: its pods will have the workload
+// as their controller. d is not modified (the memo holds it).
+func (m *Mutator) gateSchedulers(pod *corev1.Pod, d policy.Decision, template bool) (policy.Decision, []string) {
+	bare := !template && metav1.GetControllerOf(pod) == nil
 	var reasons []string
 	seen := map[string]bool{}
 	why := func(c policy.Candidate) string {

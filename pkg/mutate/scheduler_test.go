@@ -196,6 +196,7 @@ func TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable(t *testing.T) {
 	tests := map[string]struct {
 		record    recorded
 		bare      bool
+		template  bool // a Kueue Job's pod template: its pods will have the Job as controller
 		scheduler string // want, on an admitted pod; "" is left as it arrived, for the stock scheduler
 		denial    string // want in the message, on a denied one
 	}{
@@ -212,6 +213,9 @@ func TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable(t *testing.T) {
 			denial: "pool a100-80gb-whole: gpuadmit-scheduler's Lease expired and the pods that waited for it there are being replaced",
 		},
 		"a bare pod on a stock pool is admitted as ever": {record: recorded{}, bare: true},
+		"a Job's pod template is not bare": {
+			record: recorded{"*": GPUAdmitScheduler}, bare: true, template: true, scheduler: GPUAdmitScheduler,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -220,7 +224,10 @@ func TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable(t *testing.T) {
 			if !tc.bare {
 				p = controlled(p)
 			}
-			res := mustMutate(t, m, p)
+			res, err := m.Mutate(context.Background(), Request{Pod: p, Template: tc.template})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if tc.denial != "" {
 				if res.Allowed || !strings.Contains(res.Message, tc.denial) {
 					t.Errorf("allowed %v, message %q; want a denial containing %q", res.Allowed, res.Message, tc.denial)
