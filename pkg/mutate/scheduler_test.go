@@ -196,7 +196,7 @@ func TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable(t *testing.T) {
 	tests := map[string]struct {
 		record    recorded
 		bare      bool
-		template  bool // a Kueue Job's pod template: its pods will have the Job as controller
+		template  bool   // a Kueue Job's pod template: its pods will have the Job as controller
 		scheduler string // want, on an admitted pod; "" is left as it arrived, for the stock scheduler
 		denial    string // want in the message, on a denied one
 	}{
