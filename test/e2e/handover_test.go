@@ -89,7 +89,8 @@ func TestGateSchedulerUninstalledWithPodsPendingForIt(t *testing.T) {
 // pods admitted to it after the kill wait until its Lease expires by the
 // controller's clock, and are then replaced and bound by the stock
 // scheduler; the pool returns to gpuadmit-scheduler once the new replica
-// holds the Lease and no stock pod waits there. At every poll the pending
+// holds the Lease (it too waits one lease duration from when it first sees
+// the dead leader's record, as client-go does) and no stock pod waits there. At every poll the pending
 // pods of the pool name one scheduler, none waits for gpuadmit-scheduler
 // longer than the lease duration and the bound, no node holds more GPUs
 // than it has, and every replica ends bound.
@@ -127,6 +128,8 @@ func TestGateSchedulerLeaderKilledMidBurst(t *testing.T) {
 	if by[corev1.DefaultSchedulerName] == 0 {
 		t.Errorf("no pod bound by default-scheduler while gpuadmit-scheduler was gone: %v", by)
 	}
+	// No stock pod waits now: the pool goes back to the new replica.
+	waitGivenTo(t, ctx, ns, sel, gpuadmitScheduler)
 	check()
 }
 
