@@ -128,6 +128,12 @@ func checkControllerPolicy(t *testing.T, objs objects) {
 		"an unlabelled template created":          {user: ctl, resource: "resourceclaimtemplates", op: "CREATE", object: meta("mine", nil)},
 		"a template labelled otherwise":           {user: ctl, resource: "resourceclaimtemplates", op: "CREATE", object: meta("mine", obj{"app.kubernetes.io/managed-by": "helm"})},
 		"someone else's template deleted":         {user: ctl, resource: "resourceclaimtemplates", op: "DELETE", oldObject: meta("theirs", nil)},
+		"its record written":                      {user: ctl, resource: "configmaps", op: "UPDATE", object: meta("gpuadmit-scheduler-pools", owned), oldObject: meta("gpuadmit-scheduler-pools", owned), allowed: true},
+		"another ConfigMap written":               {user: ctl, resource: "configmaps", op: "CREATE", object: meta("kube-root-ca.crt", owned)},
+		"a waiting pod of a controller deleted":   {user: ctl, resource: "pods", op: "DELETE", oldObject: pendingPod("gpuadmit-scheduler", "", true), allowed: true},
+		"a bound pod deleted":                     {user: ctl, resource: "pods", op: "DELETE", oldObject: pendingPod("gpuadmit-scheduler", "node-1", true)},
+		"a bare waiting pod deleted":              {user: ctl, resource: "pods", op: "DELETE", oldObject: pendingPod("gpuadmit-scheduler", "", false)},
+		"a stock scheduler's pod deleted":         {user: ctl, resource: "pods", op: "DELETE", oldObject: pendingPod("default-scheduler", "", true)},
 		"an admin's quota is not matched":         {user: "kubernetes-admin", resource: "resourcequotas", op: "CREATE", object: meta("team-limits", nil), allowed: true},
 		"the webhook's account is not matched":    {user: "system:serviceaccount:" + namespace + ":" + serviceAccount, resource: "resourcequotas", op: "CREATE", object: meta("x", nil), allowed: true},
 	}
@@ -148,6 +154,21 @@ func checkControllerPolicy(t *testing.T, objs objects) {
 			t.Errorf("%s: message %q does not say what the controller may write", name, msg)
 		}
 	}
+}
+
+// pendingPod is a pod gpuadmit placed, for scheduler, on node ("" for
+// none), with a ReplicaSet as its controller where controlled.
+func pendingPod(scheduler, node string, controlled bool) map[string]any {
+	type obj = map[string]any
+	meta := obj{"name": "p", "namespace": "team-a", "labels": obj{"gpuadmit.io/managed": "true"}}
+	if controlled {
+		meta["ownerReferences"] = []any{obj{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u", "controller": true}}
+	}
+	spec := obj{"schedulerName": scheduler}
+	if node != "" {
+		spec["nodeName"] = node
+	}
+	return obj{"metadata": meta, "spec": spec}
 }
 
 // newVAPEval is deploy's VAPEvaluator of vap, failing the test where the

@@ -38,8 +38,10 @@ func checkCommon(t *testing.T, objs objects, policiesArg string) {
 }
 
 // checkRBAC: the webhook's account only reads (and records Events), the
-// controller's writes only ResourceQuotas and ResourceClaimTemplates (which
-// its admission policy narrows to gpuadmit's own), each Lease right is
+// controller's writes only ResourceQuotas, ResourceClaimTemplates, the
+// ConfigMap gpuadmit-scheduler-pools and pod deletions (which its
+// admission policy narrows to gpuadmit's own and to pods waiting for
+// gpuadmit-scheduler), each Lease right is
 // limited to one Lease by name, and nothing else in the rendering grants
 // anything. This is the whole list.
 func checkRBAC(t *testing.T, objs objects) {
@@ -49,6 +51,7 @@ func checkRBAC(t *testing.T, objs objects) {
 		{"Role", namespace, "gpuadmit-webhook"}:         serviceAccount,
 		{"ClusterRole", "", "gpuadmit-controller"}:      controllerAccount,
 		{"Role", namespace, "gpuadmit-leader-election"}: controllerAccount,
+		{"Role", namespace, "gpuadmit-controller"}:      controllerAccount,
 	}
 	for k := range objs {
 		if !strings.HasSuffix(k.Kind, "Role") && !strings.HasSuffix(k.Kind, "RoleBinding") {
@@ -56,7 +59,7 @@ func checkRBAC(t *testing.T, objs objects) {
 		}
 		role := key{strings.TrimSuffix(k.Kind, "Binding"), k.Namespace, k.Name}
 		if _, ok := grants[role]; !ok {
-			t.Errorf("unexpected %s: gpuadmit's grants are ClusterRoles gpuadmit and gpuadmit-controller, Roles gpuadmit-webhook and gpuadmit-leader-election", k)
+			t.Errorf("unexpected %s: gpuadmit's grants are ClusterRoles gpuadmit and gpuadmit-controller, Roles gpuadmit-webhook, gpuadmit-leader-election and gpuadmit-controller", k)
 		}
 	}
 	want := map[key][]string{
@@ -73,12 +76,13 @@ func checkRBAC(t *testing.T, objs objects) {
 			"scheduling.k8s.io/priorityclasses:get", "scheduling.k8s.io/priorityclasses:list", "scheduling.k8s.io/priorityclasses:watch",
 		},
 		{"Role", namespace, "gpuadmit-webhook"}: {
+			"/configmaps[gpuadmit-scheduler-pools]:get", "/configmaps[gpuadmit-scheduler-pools]:list", "/configmaps[gpuadmit-scheduler-pools]:watch",
 			"coordination.k8s.io/leases[gpuadmit-scheduler]:get", "coordination.k8s.io/leases[gpuadmit-scheduler]:list", "coordination.k8s.io/leases[gpuadmit-scheduler]:watch",
 		},
 		{"ClusterRole", "", "gpuadmit-controller"}: {
 			"/events:create", "/events:patch",
 			"/namespaces:get", "/namespaces:list", "/namespaces:watch",
-			"/pods:get", "/pods:list", "/pods:watch",
+			"/pods:delete", "/pods:get", "/pods:list", "/pods:watch",
 			"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
 			"events.k8s.io/events:create", "events.k8s.io/events:patch",
 			"resource.k8s.io/resourceclaimtemplates:create", "resource.k8s.io/resourceclaimtemplates:delete", "resource.k8s.io/resourceclaimtemplates:get", "resource.k8s.io/resourceclaimtemplates:list", "resource.k8s.io/resourceclaimtemplates:watch",
@@ -86,6 +90,11 @@ func checkRBAC(t *testing.T, objs objects) {
 		{"Role", namespace, "gpuadmit-leader-election"}: {
 			"coordination.k8s.io/leases:create",
 			"coordination.k8s.io/leases[gpuadmit-quota]:get", "coordination.k8s.io/leases[gpuadmit-quota]:update",
+		},
+		{"Role", namespace, "gpuadmit-controller"}: {
+			"/configmaps:create",
+			"/configmaps[gpuadmit-scheduler-pools]:get", "/configmaps[gpuadmit-scheduler-pools]:list", "/configmaps[gpuadmit-scheduler-pools]:update", "/configmaps[gpuadmit-scheduler-pools]:watch",
+			"coordination.k8s.io/leases[gpuadmit-scheduler]:get", "coordination.k8s.io/leases[gpuadmit-scheduler]:list", "coordination.k8s.io/leases[gpuadmit-scheduler]:watch",
 		},
 	}
 	for role, wantRules := range want {

@@ -139,41 +139,58 @@ migrate_from := pod_scheduler if {
 } else := ""
 
 # pool_owner is the scheduler that owns the pool: the one the data's owners
-# name, else default_owner.
+# name, else default_owner; but gpuadmit-scheduler only where gpuadmit's
+# controller records that it may own the pool now
+# (input.cluster.owners[pool] == "gpuadmit-scheduler"), else the stock
+# scheduler, default-scheduler. The controller moves a pool between the two
+# only once no pod of the old owner waits on it, so two schedulers never
+# hold pending pods of one pool; when gpuadmit-scheduler's Lease expires it
+# replaces the pods that waited for it (pkg/handover).
 pool_owner(p) := o if {
 	o := pool_owners[p.name]
-} else := object.get(named_owners, p.name, default_owner)
+} else := owner_now(p.name)
 
 # pool_owners maps every pool to its owner, once per decision.
-pool_owners := {p.name: owner |
-	some p in input.pools
-	owner := object.get(named_owners, p.name, default_owner)
-}
+pool_owners := {p.name: owner_now(p.name) | some p in input.pools}
+
+owner_now(name) := "default-scheduler" if {
+	wanted_owner(name) == "gpuadmit-scheduler"
+	object.get(object.get(object.get(input, "cluster", {}), "owners", {}), name, "") != "gpuadmit-scheduler"
+} else := wanted_owner(name)
+
+# wanted_owner is the owner the data gives the pool.
+wanted_owner(name) := object.get(named_owners, name, default_owner)
 
 # named_owners are the data's owners: pool name → scheduler.
 named_owners := object.get(scheduler_config, "owners", {})
 
 # default_owner owns the pools the data's owners do not name: the data's
-# defaultOwner; else gpuadmit-scheduler while it runs (the webhook sees its
-# leader renew its Lease), so that its placement score packs the GPUs; else
-# the stock scheduler, default-scheduler. When every gpuadmit-scheduler
-# replica is gone, new GPU pods go to the stock scheduler instead of
-# waiting for one that does not come.
+# defaultOwner; else gpuadmit-scheduler, so that its placement score packs
+# the GPUs, on the pools gpuadmit's controller lets it own (its leader
+# renews its Lease, and no stock scheduler's pod waits there); the others
+# go to the stock scheduler, default-scheduler. When every
+# gpuadmit-scheduler replica is gone, new GPU pods go to the stock
+# scheduler instead of waiting for one that does not come, and the pods
+# that waited for it are replaced.
 default_owner := o if {
 	o := scheduler_config.defaultOwner
 	o != ""
-} else := "gpuadmit-scheduler" if {
-	"gpuadmit-scheduler" in object.get(object.get(input, "cluster", {}), "schedulers", [])
-} else := "default-scheduler"
+} else := "gpuadmit-scheduler"
 
 # scheduler_allows: a pod that keeps its scheduler goes only to pools that
 # scheduler owns or that are default-scheduler's; two schedulers never share
-# a pool.
+# a pool. A pod that names gpuadmit-scheduler goes only to the pools it
+# owns now: on the stock scheduler's pool it would place beside it.
 scheduler_allows(_) if pod_scheduler == ""
 
 scheduler_allows(_) if migrate_from != ""
 
-scheduler_allows(p) if pool_owner(p) in {pod_scheduler, "default-scheduler"}
+scheduler_allows(p) if pool_owner(p) == pod_scheduler
+
+scheduler_allows(p) if {
+	pod_scheduler != "gpuadmit-scheduler"
+	pool_owner(p) == "default-scheduler"
+}
 
 warnings contains msg if {
 	passed

@@ -376,6 +376,9 @@ scheduled_input(scheduler) := object.union(pod_input([mem("main", 3000)], {}), {
 	"pools": [a100_mig, t4_whole],
 })
 
+# recorded is input.cluster as gpuadmit's controller records it: pool → whether gpuadmit-scheduler may own it.
+recorded(owners) := {"cluster": {"schedulers": ["gpuadmit-scheduler"], "owners": owners}}
+
 with_schedulers(owners, coexist) := {"migrate": ["kai-scheduler", "volcano", "hami-scheduler"], "coexist": coexist, "owners": owners}
 
 test_default_scheduler_counts_as_unset if {
@@ -387,7 +390,7 @@ test_default_scheduler_counts_as_unset if {
 }
 
 test_gpuadmit_scheduler_owns_every_pool_while_it_runs if {
-	running := object.union(scheduled_input("default-scheduler"), {"cluster": {"schedulers": ["gpuadmit-scheduler"]}})
+	running := object.union(scheduled_input("default-scheduler"), recorded({"a100-mig": "gpuadmit-scheduler", "t4-whole": "gpuadmit-scheduler"}))
 	d := gpuadmit.decision with input as running
 	[c.schedulerName | some c in d.placement.main] == ["gpuadmit-scheduler", "gpuadmit-scheduler"]
 
@@ -405,6 +408,28 @@ test_gpuadmit_scheduler_owns_nothing_when_it_does_not_run if {
 	[c.schedulerName | some c in d.placement.main] == ["default-scheduler", "default-scheduler"]
 }
 
+# gpuadmit-scheduler gets only the pools the controller records for it: a
+# pool still draining stock pods, or being released, stays the stock
+# scheduler's even while gpuadmit-scheduler runs, and so does a pool the
+# data names for it.
+test_gpuadmit_scheduler_owns_only_the_pools_recorded_for_it if {
+	d := gpuadmit.decision with input as object.union(scheduled_input("default-scheduler"), recorded({"a100-mig": "gpuadmit-scheduler", "t4-whole": "releasing"}))
+	[[c.pool, c.schedulerName] | some c in d.placement.main] == [["a100-mig", "gpuadmit-scheduler"], ["t4-whole", "default-scheduler"]]
+	named := gpuadmit.decision with input as object.union(scheduled_input("default-scheduler"), recorded({"a100-mig": "default-scheduler"}))
+		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler"}, [])
+	[c.schedulerName | some c in named.placement.main] == ["default-scheduler", "default-scheduler"]
+}
+
+# A pod that names gpuadmit-scheduler keeps to the pools it owns now: on a
+# stock scheduler's pool it would place beside the stock scheduler.
+test_a_pod_naming_gpuadmit_scheduler_keeps_to_its_pools if {
+	d := gpuadmit.decision with input as object.union(scheduled_input("gpuadmit-scheduler"), recorded({"a100-mig": "gpuadmit-scheduler"}))
+	pools_of(d, "main") == ["a100-mig"]
+	none := gpuadmit.decision with input as object.union(scheduled_input("gpuadmit-scheduler"), recorded({}))
+	some msg in none.deny
+	contains(msg, "spec.schedulerName \"gpuadmit-scheduler\" owns no GPU pool")
+}
+
 test_a_migrated_scheduler_is_taken_over if {
 	d := gpuadmit.decision with input as scheduled_input("volcano")
 	d.migrateFrom == "volcano"
@@ -413,7 +438,7 @@ test_a_migrated_scheduler_is_taken_over if {
 }
 
 test_a_pool_owner_is_named_on_its_candidates if {
-	d := gpuadmit.decision with input as scheduled_input("kai-scheduler")
+	d := gpuadmit.decision with input as object.union(scheduled_input("kai-scheduler"), recorded({"t4-whole": "gpuadmit-scheduler"}))
 		with data.gpuadmit.config.schedulers as with_schedulers({"t4-whole": "gpuadmit-scheduler"}, [])
 	[[c.pool, c.schedulerName] | some c in d.placement.main] == [["a100-mig", "default-scheduler"], ["t4-whole", "gpuadmit-scheduler"]]
 }
@@ -429,14 +454,14 @@ test_a_coexisting_scheduler_passes_with_a_warning if {
 }
 
 test_an_unlisted_scheduler_keeps_to_unowned_pools_and_its_own if {
-	d := gpuadmit.decision with input as scheduled_input("my-scheduler")
+	d := gpuadmit.decision with input as object.union(scheduled_input("my-scheduler"), recorded({"a100-mig": "gpuadmit-scheduler"}))
 		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler"}, [])
 	pools_of(d, "main") == ["t4-whole"]
 	d.migrateFrom == ""
 }
 
 test_an_unlisted_scheduler_that_owns_no_usable_pool_is_denied if {
-	d := gpuadmit.decision with input as scheduled_input("my-scheduler")
+	d := gpuadmit.decision with input as object.union(scheduled_input("my-scheduler"), recorded({"a100-mig": "gpuadmit-scheduler", "t4-whole": "gpuadmit-scheduler"}))
 		with data.gpuadmit.config.schedulers as with_schedulers({"a100-mig": "gpuadmit-scheduler", "t4-whole": "gpuadmit-scheduler"}, [])
 	some msg in d.deny
 	contains(msg, "spec.schedulerName \"my-scheduler\" owns no GPU pool")

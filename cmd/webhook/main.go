@@ -31,7 +31,7 @@ func main() {
 	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", `Go's /debug/pprof address (for profiling); empty or "0" serves none`)
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the reconcilers on one replica only, elected with a Lease (ignored by --role=webhook)")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
-	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease, which tells whether it runs (default: the namespace the replica runs in)")
+	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease and of the record of the pools it may own (default: the namespace the replica runs in)")
 	flag.BoolVar(&o.PodEvents, "pod-events", false, "also record a GPUAdmitted Event for every pod gpuadmit admits (denials, warnings and fallbacks always get one); each is one more API write per pod create")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // LabelManaged marks every pod gpuadmit places on a GPU pool, so that a
@@ -94,19 +95,7 @@ func bestEffort(ch *choice) string {
 }
 
 // poolMark precedes the pool's name in gpuadmit.io/decision (decisionText).
-const poolMark = "; pool "
+const poolMark = poolowner.PoolMark
 
 // PoolOf is the pool gpuadmit's record on pod names, or "" when it has none.
-func PoolOf(pod *corev1.Pod) string {
-	text := pod.Annotations[AnnotationDecision]
-	i := strings.LastIndex(text, revisionMark)
-	if i < 0 {
-		return ""
-	}
-	head := text[:i]
-	j := strings.LastIndex(head, poolMark)
-	if j < 0 {
-		return ""
-	}
-	return head[j+len(poolMark):]
-}
+func PoolOf(pod *corev1.Pod) string { return poolowner.PoolOf(pod) }

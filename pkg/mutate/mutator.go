@@ -21,9 +21,14 @@ type Evaluator interface {
 	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
 }
 
-// SchedulerSource lists the second schedulers running now (gpuadmit-scheduler).
+// SchedulerSource lists the second schedulers running now
+// (gpuadmit-scheduler), and which pools gpuadmit-scheduler may own.
 type SchedulerSource interface {
 	Live() []string
+	// PoolOwner is the pool's state in gpuadmit's record of
+	// gpuadmit-scheduler's pools: GPUAdmitScheduler, "default-scheduler"
+	// or PoolReleasing.
+	PoolOwner(pool string) string
 }
 
 // InventorySource returns the cluster's GPU pools as they are now.
@@ -179,6 +184,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	in := input(asked, want, pools)
 	if m.opts.Schedulers != nil {
 		in.Cluster.Schedulers = orNone(m.opts.Schedulers.Live())
+		in.Cluster.Owners = poolOwners(m.opts.Schedulers, inv)
 	}
 	d, err := m.evaluate(ctx, inv, in)
 	if err != nil {
@@ -196,14 +202,17 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err := checkPlacementNames(want, d); err != nil {
 		return Result{}, err
 	}
+	d, gated := m.gateSchedulers(pod, d, req.Template)
 	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req))
 	if ch == nil {
+		reasons = append(gated, reasons...)
 		r := deny(pod, noPoolMessage(want, reasons, inv))
 		if len(d.Warnings) > 0 {
 			r.Warnings = d.Warnings
 		}
 		return r, nil
 	}
+	ch.skipped = append(gated, ch.skipped...)
 	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
 	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
 	res, err := apply(pod, want, d, ch)
@@ -270,7 +279,7 @@ func input(req Request, want intent.Pod, pools policy.Pools) policy.Input {
 		Hints:      hints(want),
 		Pools:      pools,
 		Quota:      quotaInput(req.Quota),
-		Cluster:    policy.Cluster{Schedulers: []string{}},
+		Cluster:    policy.Cluster{Schedulers: []string{}, Owners: map[string]string{}},
 	}
 }
 

@@ -9,13 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // Annotations gpuadmit writes. They are gpuadmit's record: users cannot set them.
 const (
 	// AnnotationDecision is the human-readable record: what was asked, what was
 	// given, on which pool, by which rule, under which policy revision.
-	AnnotationDecision = "gpuadmit.io/decision"
+	AnnotationDecision = poolowner.AnnotationDecision
 	// AnnotationRequest keeps each GPU container's original GPU resources, so
 	// that gpuadmit can recompute its decision when the pod comes back.
 	AnnotationRequest = "gpuadmit.io/request"

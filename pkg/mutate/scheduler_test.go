@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
@@ -128,8 +131,8 @@ func TestCoexistingSchedulerPassesUnchanged(t *testing.T) {
 // owns none of the pools it could use is denied naming spec.schedulerName.
 func TestPoolOwnerScheduler(t *testing.T) {
 	e := engineWithData(t, "owners: {}", "owners: {a100-40gb-mig-1g.5gb: gpuadmit-scheduler}")
-	m := NewMutator(e, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
-	p := pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
+	m := NewMutator(e, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{Schedulers: recorded{"a100-40gb-mig-1g.5gb": GPUAdmitScheduler}})
+	p := controlled(pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"}))
 	p.Spec.SchedulerName = "default-scheduler"
 	res := mustMutate(t, m, p)
 	if !res.Allowed || res.Pod.Spec.SchedulerName != "gpuadmit-scheduler" {
@@ -160,5 +163,80 @@ func TestSealedTakeoverComesBackUnchanged(t *testing.T) {
 	again := mustMutate(t, m, res.Pod)
 	if !again.Allowed || len(again.Patch) > 0 {
 		t.Errorf("the sealed takeover again: allowed %v, %s, patch %v", again.Allowed, again.Message, again.Patch)
+	}
+}
+
+// recorded is a SchedulerSource: gpuadmit-scheduler runs, and the record
+// gives each pool the state named, "default-scheduler" where none is.
+type recorded map[string]string
+
+func (recorded) Live() []string { return []string{GPUAdmitScheduler} }
+
+func (r recorded) PoolOwner(pool string) string {
+	if s, ok := r[pool]; ok {
+		return s
+	}
+	if s, ok := r["*"]; ok {
+		return s
+	}
+	return defaultScheduler
+}
+
+// controlled gives p a controller, a ReplicaSet.
+func controlled(p *corev1.Pod) *corev1.Pod {
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "rs-uid", Controller: ptr.To(true)}}
+	return p
+}
+
+// TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable: the webhook gives
+// gpuadmit-scheduler a pool only where the controller's record lets it own
+// the pool, and only to a pod a controller would create again should
+// gpuadmit-scheduler go away; it admits no pod to a pool being released.
+func TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable(t *testing.T) {
+	tests := map[string]struct {
+		record    recorded
+		bare      bool
+		template  bool   // a Kueue Job's pod template: its pods will have the Job as controller
+		scheduler string // want, on an admitted pod; "" is left as it arrived, for the stock scheduler
+		denial    string // want in the message, on a denied one
+	}{
+		"no record: the stock scheduler": {record: recorded{}},
+		"recorded for gpuadmit-scheduler, a controlled pod": {
+			record: recorded{"*": GPUAdmitScheduler}, scheduler: GPUAdmitScheduler,
+		},
+		"recorded for gpuadmit-scheduler, a bare pod is refused it": {
+			record: recorded{"*": GPUAdmitScheduler}, bare: true,
+			denial: "pool a100-80gb-whole: it is scheduled by gpuadmit-scheduler, which gpuadmit gives only pods a controller (Deployment, Job, StatefulSet…) creates again",
+		},
+		"every pool being released: denied until it is done": {
+			record: recorded{"*": PoolReleasing},
+			denial: "pool a100-80gb-whole: gpuadmit-scheduler's Lease expired and the pods that waited for it there are being replaced",
+		},
+		"a bare pod on a stock pool is admitted as ever": {record: recorded{}, bare: true},
+		"a Job's pod template is not bare": {
+			record: recorded{"*": GPUAdmitScheduler}, bare: true, template: true, scheduler: GPUAdmitScheduler,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{Schedulers: tc.record})
+			p := pod("p", map[string]string{"nvidia.com/gpu": "1"})
+			if !tc.bare {
+				p = controlled(p)
+			}
+			res, err := m.Mutate(context.Background(), Request{Pod: p, Template: tc.template})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.denial != "" {
+				if res.Allowed || !strings.Contains(res.Message, tc.denial) {
+					t.Errorf("allowed %v, message %q; want a denial containing %q", res.Allowed, res.Message, tc.denial)
+				}
+				return
+			}
+			if !res.Allowed || res.Pod.Spec.SchedulerName != tc.scheduler {
+				t.Errorf("allowed %v (%s), spec.schedulerName %q; want %q", res.Allowed, res.Message, res.Pod.Spec.SchedulerName, tc.scheduler)
+			}
+		})
 	}
 }

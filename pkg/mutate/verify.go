@@ -11,6 +11,8 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // verify admits a pod that arrives with gpuadmit's annotations only if they
@@ -167,7 +169,7 @@ func forged(why string) string {
 		"gpuadmit.io/class", "gpuadmit.io/backend", "gpuadmit.io/model", why)
 }
 
-const revisionMark = "; revision "
+const revisionMark = poolowner.RevisionMark
 
 // keepRecordedRevision puts the arriving pod's revision into the recomputed record.
 func keepRecordedRevision(out, arrived *corev1.Pod) {

@@ -42,6 +42,13 @@ type Cluster struct {
 	// while its leader renews its Lease); never null. The default policy
 	// gives every pool to gpuadmit-scheduler while it runs.
 	Schedulers []string `json:"schedulers"`
+	// Owners says, pool by pool, whether gpuadmit-scheduler may own the
+	// pool now, as gpuadmit's controller records it (pkg/handover):
+	// "gpuadmit-scheduler" where it may; "default-scheduler" where it may
+	// not; "releasing" while the pods that waited for a gpuadmit-scheduler
+	// that is gone are replaced. The policy gives gpuadmit-scheduler a pool
+	// only where this says "gpuadmit-scheduler". Never null.
+	Owners map[string]string `json:"owners"`
 }
 
 // Namespace is the part of a Namespace a policy reads.

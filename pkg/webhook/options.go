@@ -63,9 +63,11 @@ type Options struct {
 	// the Lease, empty meaning the namespace the replica runs in.
 	LeaderElection          bool
 	LeaderElectionNamespace string
-	// SchedulerLeaseNamespace holds gpuadmit-scheduler's Lease; while its
-	// leader renews it, the default policy gives every pool to
-	// gpuadmit-scheduler. Empty means PodNamespace, else gpuadmit-system.
+	// SchedulerLeaseNamespace holds gpuadmit-scheduler's Lease and the
+	// controller's record of the pools it may own (the ConfigMap
+	// gpuadmit-scheduler-pools, pkg/handover), which the webhook reads and
+	// the default policy follows. Empty means PodNamespace, else
+	// gpuadmit-system.
 	SchedulerLeaseNamespace string
 }
 

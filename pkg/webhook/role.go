@@ -24,7 +24,7 @@ const (
 	// election, no writes but Events.
 	RoleWebhook Role = "webhook"
 	// RoleController runs the reconcilers only (quota, share claim
-	// templates), leader-elected when Options.LeaderElection is set, and
+	// templates, gpuadmit-scheduler's handover), leader-elected when Options.LeaderElection is set, and
 	// serves no admission reviews.
 	RoleController Role = "controller"
 )

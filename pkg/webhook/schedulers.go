@@ -1,69 +1,66 @@
 package webhook
 
 import (
-	"sync"
-	"time"
+	"sync/atomic"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/clock"
+
+	"github.com/gpuadmit/gpuadmit/pkg/handover"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
 
 // SchedulerName is gpuadmit-scheduler's name, the scheduler its profile
 // serves and the Lease its leader renews (deploy/scheduler).
-const SchedulerName = "gpuadmit-scheduler"
+const SchedulerName = handover.SchedulerName
 
-// schedulerLease tells whether gpuadmit-scheduler runs: its leader renewed
-// its Lease within the lease's duration. Pools go to it by default only
-// while it does (input.cluster.schedulers); when every replica is gone, new
-// GPU pods go to the stock scheduler instead of waiting for one that does
-// not come. Safe for concurrent use.
-type schedulerLease struct {
-	clk   clock.PassiveClock
-	mu    sync.Mutex
-	renew time.Time
-	ttl   time.Duration
-	held  bool
+var _ mutate.SchedulerSource = (*schedulers)(nil)
+
+// schedulers is what admission reads of gpuadmit-scheduler: whether it
+// runs (its Lease, judged by when this replica saw it change, for
+// input.cluster.schedulers) and which pools the controller's record lets
+// it own (input.cluster.owners). The record, not the Lease, decides: the
+// controller switches a pool only once no pod of the old owner waits on
+// it, which one replica's view of the Lease cannot know. Safe for
+// concurrent use.
+type schedulers struct {
+	lease  *handover.Lease
+	record atomic.Pointer[handover.Owners]
+	log    logr.Logger
 }
 
-func newSchedulerLease(clk clock.PassiveClock) *schedulerLease { return &schedulerLease{clk: clk} }
+// Live lists gpuadmit-scheduler while its Lease is live.
+func (s *schedulers) Live() []string { return s.lease.Running() }
 
-// Live lists gpuadmit-scheduler while its leader holds a fresh Lease.
-func (s *schedulerLease) Live() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.held || s.clk.Since(s.renew) > s.ttl {
-		return nil
+// PoolOwner is the pool's state in the record; every pool is the stock
+// scheduler's before a record is seen.
+func (s *schedulers) PoolOwner(pool string) string {
+	if o := s.record.Load(); o != nil {
+		return string(o.Of(pool))
 	}
-	return []string{SchedulerName}
+	return string(handover.Stock)
 }
 
-func (s *schedulerLease) set(l *coordinationv1.Lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.held = l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" && l.Spec.RenewTime != nil
-	if !s.held {
-		return
-	}
-	s.renew = l.Spec.RenewTime.Time
-	s.ttl = 15 * time.Second
-	if l.Spec.LeaseDurationSeconds != nil {
-		s.ttl = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
-	}
-}
-
-// Handler follows the Lease (the cache holds only it).
-func (s *schedulerLease) Handler() toolscache.ResourceEventHandler {
-	lease := func(obj any) *coordinationv1.Lease {
-		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
+// RecordHandler follows the record's ConfigMap (the cache holds only it).
+// A record that does not parse is logged and the last good one kept: the
+// controller writes it again.
+func (s *schedulers) RecordHandler() toolscache.ResourceEventHandler {
+	set := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok || cm.Name != handover.ConfigMapName {
+			return
 		}
-		l, _ := obj.(*coordinationv1.Lease)
-		return l
+		o, err := handover.Parse(cm.Data)
+		if err != nil {
+			s.log.Error(err, "gpuadmit-scheduler's record does not parse; keeping the last one")
+			return
+		}
+		s.record.Store(&o)
 	}
 	return toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { s.set(lease(obj)) },
-		UpdateFunc: func(_, obj any) { s.set(lease(obj)) },
-		DeleteFunc: func(any) { s.set(nil) },
+		AddFunc:    set,
+		UpdateFunc: func(_, obj any) { set(obj) },
+		DeleteFunc: func(any) { s.record.Store(&handover.Owners{}) },
 	}
 }

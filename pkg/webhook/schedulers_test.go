@@ -1,51 +1,39 @@
 package webhook
 
 import (
-	"slices"
 	"testing"
-	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/handover"
 )
 
-// TestSchedulerLiveWhileItsLeaderRenews: gpuadmit-scheduler counts as
-// running while its leader's Lease is fresh, and not once it is stale,
-// released or deleted, so that pools fall back to the stock scheduler.
-func TestSchedulerLiveWhileItsLeaderRenews(t *testing.T) {
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC))
-	s := newSchedulerLease(clk)
-	h := s.Handler()
-	lease := func(holder string, renewed time.Time) *coordinationv1.Lease {
-		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: SchedulerName, Namespace: "gpuadmit-system"},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: renewed}}}
+// TestSchedulersFollowTheRecord: the webhook gives gpuadmit-scheduler the
+// pools the controller's record gives it, none before a record is seen or
+// after it is deleted, and keeps the last good record when one does not
+// parse.
+func TestSchedulersFollowTheRecord(t *testing.T) {
+	s := &schedulers{lease: handover.NewLease(clocktesting.NewFakePassiveClock(metav1.Now().Time)), log: logr.Discard()}
+	h := s.RecordHandler()
+	if got := s.PoolOwner("a100"); got != "default-scheduler" {
+		t.Errorf("before any record, PoolOwner = %q, want default-scheduler", got)
 	}
-	live := func() bool { return slices.Equal(s.Live(), []string{SchedulerName}) }
-	if live() {
-		t.Fatal("gpuadmit-scheduler counts as running before any Lease was seen")
+	cm := func(data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "gpuadmit-system", Name: handover.ConfigMapName}, Data: data}
 	}
-	h.OnAdd(lease("gpuadmit-scheduler-7d9f_1", clk.Now().Add(-5*time.Second)), false)
-	if !live() {
-		t.Error("a Lease renewed 5s ago (duration 15s) does not count as running")
+	h.OnAdd(cm(map[string]string{"other-pools": "gpuadmit-scheduler", "pool.t4": "releasing"}), false)
+	if a, t4 := s.PoolOwner("a100"), s.PoolOwner("t4"); a != "gpuadmit-scheduler" || t4 != "releasing" {
+		t.Errorf("PoolOwner a100 %q, t4 %q; want gpuadmit-scheduler, releasing", a, t4)
 	}
-	clk.SetTime(clk.Now().Add(11 * time.Second))
-	if live() {
-		t.Error("a Lease last renewed 16s ago (duration 15s) still counts as running")
+	h.OnUpdate(nil, cm(map[string]string{"other-pools": "kai-scheduler"}))
+	if got := s.PoolOwner("a100"); got != "gpuadmit-scheduler" {
+		t.Errorf("after a record that does not parse, PoolOwner = %q, want the last good record's gpuadmit-scheduler", got)
 	}
-	h.OnUpdate(nil, lease("gpuadmit-scheduler-7d9f_1", clk.Now()))
-	if !live() {
-		t.Error("a renewed Lease does not count as running")
-	}
-	h.OnUpdate(nil, lease("", clk.Now())) // released on a clean shutdown
-	if live() {
-		t.Error("a released Lease (no holder) counts as running")
-	}
-	h.OnUpdate(nil, lease("gpuadmit-scheduler-7d9f_2", clk.Now()))
-	h.OnDelete(toolscache.DeletedFinalStateUnknown{Obj: lease("gpuadmit-scheduler-7d9f_2", clk.Now())})
-	if live() {
-		t.Error("a deleted Lease counts as running")
+	h.OnDelete(cm(nil))
+	if got := s.PoolOwner("a100"); got != "default-scheduler" {
+		t.Errorf("after the record is deleted, PoolOwner = %q, want default-scheduler", got)
 	}
 }

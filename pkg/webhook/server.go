@@ -38,6 +38,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
+	"github.com/gpuadmit/gpuadmit/pkg/handover"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
@@ -95,6 +96,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	checks := []check{policyCheck(engine, watcher), cacheCheck(mgr)}
 	if opts.Role.reconciles() {
 		if err := addReconcilers(mgr, engine, trigger, log); err != nil {
+			return err
+		}
+		if err := addHandover(ctx, mgr, opts); err != nil {
 			return err
 		}
 	}
@@ -156,7 +160,7 @@ func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine,
 	if err != nil {
 		return err
 	}
-	sched, err := addSchedulerLease(ctx, mgr)
+	sched, err := addSchedulers(ctx, mgr, log)
 	if err != nil {
 		return err
 	}
@@ -190,6 +194,11 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 				&coordinationv1.Lease{}: {
 					Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
 					Field:      fields.OneTermEqualSelector("metadata.name", SchedulerName),
+				},
+				// Only the record of gpuadmit-scheduler's pools (pkg/handover).
+				&corev1.ConfigMap{}: {
+					Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
+					Field:      fields.OneTermEqualSelector("metadata.name", handover.ConfigMapName),
 				},
 			},
 		},
@@ -315,7 +324,7 @@ func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*ca
 	return capa, follow(ctx, mgr, &corev1.Pod{}, capa.Handler())
 }
 
-func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulerLease, scheme *runtime.Scheme, opts Options) {
+func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys, Capacity: capa, Schedulers: sched,
 		SealWindow: opts.SealWindow, Workloads: jobs{mgr.GetAPIReader()}})
 	ho := mutate.HandlerOptions{
@@ -340,10 +349,25 @@ func reviewLogger(base logr.Logger, req *admission.Request) logr.Logger {
 	return base.WithValues("requestID", req.UID)
 }
 
-// addSchedulerLease follows gpuadmit-scheduler's Lease.
-func addSchedulerLease(ctx context.Context, mgr manager.Manager) (*schedulerLease, error) {
-	s := newSchedulerLease(clock.RealClock{})
-	return s, follow(ctx, mgr, &coordinationv1.Lease{}, s.Handler())
+// addSchedulers follows gpuadmit-scheduler's Lease and the controller's
+// record of its pools.
+func addSchedulers(ctx context.Context, mgr manager.Manager, log logr.Logger) (*schedulers, error) {
+	s := &schedulers{lease: handover.NewLease(clock.RealClock{}), log: log.WithName("schedulers")}
+	if err := follow(ctx, mgr, &coordinationv1.Lease{}, s.lease.Handler(nil)); err != nil {
+		return nil, err
+	}
+	return s, follow(ctx, mgr, &corev1.ConfigMap{}, s.RecordHandler())
+}
+
+// addHandover runs the handover reconciler (pkg/handover) on the leader:
+// it follows gpuadmit-scheduler's Lease itself, by its own clock.
+func addHandover(ctx context.Context, mgr manager.Manager, opts Options) error {
+	lease := handover.NewLease(clock.RealClock{})
+	r := handover.NewReconciler(mgr.GetClient(), lease, mgr.GetEventRecorder("gpuadmit-handover"), opts.SchedulerLeaseNamespace, clock.RealClock{})
+	if err := follow(ctx, mgr, &coordinationv1.Lease{}, lease.Handler(r.LeaseChanged)); err != nil {
+		return err
+	}
+	return r.SetupWithManager(mgr)
 }
 
 // follow sends the cache's events of obj's kind to h.

@@ -22,6 +22,18 @@ type Args struct {
 	// node independent of other pods' arrivals, so GPU pods can be batched
 	// (see SignPod).
 	Workload []Kind `json:"workload,omitempty"`
+	// RecordNamespace holds gpuadmit's record of the pools
+	// gpuadmit-scheduler may own (the ConfigMap gpuadmit-scheduler-pools);
+	// empty means DefaultRecordNamespace. The plugin refuses a pod gpuadmit
+	// placed on a pool the record does not give gpuadmit-scheduler.
+	RecordNamespace string `json:"recordNamespace,omitempty"`
+}
+
+func (a Args) recordNamespace() string {
+	if a.RecordNamespace == "" {
+		return DefaultRecordNamespace
+	}
+	return a.RecordNamespace
 }
 
 // Kind is one kind of request of the target workload. At most one of

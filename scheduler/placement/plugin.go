@@ -27,7 +27,8 @@ type Plugin struct {
 	offers        offers
 	placers       placerCache
 	nodes         nodeStates
-	fixedWorkload bool // the args fix the target workload
+	fixedWorkload bool       // the args fix the target workload
+	owners        *ownership // nil without a client: every pool is the plugin's
 }
 
 var (
@@ -44,7 +45,7 @@ var (
 const sliceIndex = "gpuadmit.io/node"
 
 // New builds the plugin for one profile (the framework's PluginFactory).
-func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
 		return nil, err
@@ -74,6 +75,11 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	}
 	if len(args.Workload) > 0 {
 		pl.work.fixed, pl.fixedWorkload = kindsOf(args.Workload), true
+	}
+	if c := h.ClientSet(); c != nil {
+		if pl.owners, err = followRecord(ctx, c, args.recordNamespace()); err != nil {
+			return nil, err
+		}
 	}
 	return pl, nil
 }
@@ -113,9 +119,13 @@ type shares struct {
 
 func (s *shares) Clone() fwk.StateData { return s }
 
-// PreFilter reads the share units each container asks of a device-plugin
-// pool, and skips Filter for pods that ask none.
+// PreFilter refuses a pod of a pool gpuadmit's record does not give
+// gpuadmit-scheduler now (ownership), reads the share units each container
+// asks of a device-plugin pool, and skips Filter for pods that ask none.
 func (pl *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *corev1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	if st := pl.owners.refuse(pod); st != nil {
+		return nil, st
+	}
 	s := &shares{units: map[string]int64{}}
 	for _, c := range pod.Spec.Containers {
 		for _, res := range shareResources {

@@ -39,15 +39,34 @@ func useGPUAdmitScheduler(t *testing.T) {
 	}
 }
 
-func startGPUAdmitScheduler() error {
-	bin := os.Getenv("GPUADMIT_SCHEDULER_BIN")
-	if bin == "" {
-		bin = filepath.Join(env.LogDir, gpuadmitScheduler)
-		build := exec.Command("go", "build", "-o", bin, "./cmd/gpuadmit-scheduler")
+var (
+	schedulerBuildOnce sync.Once
+	schedulerBin       string
+	schedulerBuildErr  error
+)
+
+// gpuadmitSchedulerBin builds gpuadmit-scheduler once (or takes
+// $GPUADMIT_SCHEDULER_BIN) and returns its path.
+func gpuadmitSchedulerBin() (string, error) {
+	schedulerBuildOnce.Do(func() {
+		schedulerBin = os.Getenv("GPUADMIT_SCHEDULER_BIN")
+		if schedulerBin != "" {
+			return
+		}
+		schedulerBin = filepath.Join(env.LogDir, gpuadmitScheduler)
+		build := exec.Command("go", "build", "-o", schedulerBin, "./cmd/gpuadmit-scheduler")
 		build.Dir = filepath.Join(root, "scheduler")
 		if out, err := build.CombinedOutput(); err != nil {
-			return fmt.Errorf("build: %w: %s", err, out)
+			schedulerBuildErr = fmt.Errorf("build: %w: %s", err, out)
 		}
+	})
+	return schedulerBin, schedulerBuildErr
+}
+
+func startGPUAdmitScheduler() error {
+	bin, err := gpuadmitSchedulerBin()
+	if err != nil {
+		return err
 	}
 	config, err := shippedProfile()
 	if err != nil {
@@ -186,21 +205,13 @@ func TestSchedulerOwnsThePoolsWhileItRuns(t *testing.T) {
 		}
 		return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", "no holder yet"
 	})
-	asked := gpuPod("team-a", "owned-by-gpuadmit-scheduler", map[string]string{"nvidia.com/gpu": "1"})
-	// The webhook learns of the Lease through its informer: ask in dry runs
-	// until it has.
-	waitFor(t, "the webhook gives the pod to gpuadmit-scheduler", 30*time.Second, func() (bool, string) {
-		probe := asked.DeepCopy()
-		if err := env.Client.Create(ctx, probe, client.DryRunAll); err != nil {
-			return false, err.Error()
-		}
-		return probe.Spec.SchedulerName == gpuadmitScheduler, "spec.schedulerName " + probe.Spec.SchedulerName
-	})
-	p := asked.DeepCopy()
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	defer deleteAll(ctx, "team-a", p)
+	// The controller records the pools as gpuadmit-scheduler's once it sees
+	// the Lease, and the webhook learns of the record through its
+	// informer: ask in dry runs until it has.
+	waitGivenTo(t, ctx, "team-a", nil, gpuadmitScheduler)
+	// gpuadmit-scheduler gets only pods a controller creates again.
+	d := gpuReplicaSet(t, ctx, "team-a", "owned-by-gpuadmit-scheduler", nil)
+	p := replicaSetPods(t, ctx, d, 1)[0]
 	if p.Spec.SchedulerName != gpuadmitScheduler {
 		t.Fatalf("spec.schedulerName = %q, want %s", p.Spec.SchedulerName, gpuadmitScheduler)
 	}

@@ -320,9 +320,21 @@ func (c *Cluster) StartScheduler(path, name, user string, config map[string]any,
 // command wrap, which is given the scheduler's path and arguments after its
 // own (taskset --cpu-list 1, say); nil runs the scheduler itself.
 func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, config map[string]any, args ...string) error {
+	_, err := c.startScheduler(wrap, path, name, user, config, args...)
+	return err
+}
+
+// StartSchedulerProc is StartScheduler, returning the process, for a test
+// that stops, pauses or kills it itself (it is still stopped with the
+// cluster).
+func (c *Cluster) StartSchedulerProc(path, name, user string, config map[string]any, args ...string) (*Proc, error) {
+	return c.startScheduler(nil, path, name, user, config, args...)
+}
+
+func (c *Cluster) startScheduler(wrap []string, path, name, user string, config map[string]any, args ...string) (*Proc, error) {
 	kubeconfig := filepath.Join(c.LogDir, name+".kubeconfig")
 	if err := c.writeKubeconfigFor(user, kubeconfig); err != nil {
-		return err
+		return nil, err
 	}
 	conn, _ := config["clientConnection"].(map[string]any)
 	if conn == nil {
@@ -332,11 +344,11 @@ func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, 
 	config["clientConnection"] = conn
 	b, err := yaml.Marshal(config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	file := filepath.Join(c.LogDir, name+".yaml")
 	if err := os.WriteFile(file, b, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	args = append([]string{"--config=" + file, "--secure-port=0"}, args...)
 	if len(wrap) > 0 {
@@ -344,8 +356,8 @@ func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, 
 	}
 	p, err := startProc(path, name, c.LogDir, args...)
 	if err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	c.procs = append(c.procs, p)
-	return nil
+	return p, nil
 }

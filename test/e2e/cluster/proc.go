@@ -67,6 +67,20 @@ func (p *Proc) stop() { p.once.Do(p.terminate) }
 // Stop is stop, for other packages.
 func (p *Proc) Stop() { p.stop() }
 
+// Signal sends sig to the process group: SIGSTOP freezes a component as a
+// hung process would be frozen, holding whatever Lease it held.
+func (p *Proc) Signal(sig syscall.Signal) error { return syscall.Kill(-p.cmd.Process.Pid, sig) }
+
+// Kill ends the process group at once with SIGKILL, as a crash or an
+// evicted node would: nothing is released on the way out.
+func (p *Proc) Kill() {
+	p.once.Do(func() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+		p.log.Close()
+	})
+}
+
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {
