@@ -212,6 +212,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if msg := kueueUncounted(pod, res.Pod); msg != "" && req.recordedPool == "" {
 		return deny(pod, msg), nil
 	}
+	if msg := m.missingPriorityClass(ctx, d, want); msg != "" {
+		return deny(pod, msg), nil
+	}
 	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
 	m.noteAdmitted(req, res.Pod, ch)
