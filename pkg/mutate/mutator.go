@@ -181,6 +181,19 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	res, err := m.place(ctx, req, want, d, inv)
+	if err == nil && res.Revision == "" {
+		// Every answer after the policy ran names its revision, denials
+		// too (the log line's revision field).
+		res.Revision = d.Revision
+	}
+	return res, err
+}
+
+// place applies the policy's decision d to the pod: a denial, a pass, or the
+// first candidate pool that can serve it.
+func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d policy.Decision, inv *inventory.Inventory) (Result, error) {
+	pod := req.Pod
 	if len(want.Warnings) > 0 {
 		d.Warnings = append(slices.Clone(want.Warnings), d.Warnings...)
 	}
