@@ -254,10 +254,18 @@ func noPoolMessage(want intent.Pod, reasons []string, inv *inventory.Inventory) 
 	return msg + ". " + servable(inv)
 }
 
+// noPools ends the denial of a pod on a cluster without GPU pools: it says
+// what makes a pool, so the user can tell a cluster without GPUs from GPU
+// nodes gpuadmit does not read, and how to try gpuadmit without GPUs.
+const noPools = "The cluster has no GPU pools. A pool is made of the nodes that advertise GPUs " +
+	"(allocatable nvidia.com/gpu, nvidia.com/mig-<profile> or gpuadmit.io/gpu-mem, set by NVIDIA's device plugin or gpuadmit's agent) " +
+	"and name their model (GPU Feature Discovery's label nvidia.com/gpu.product, or gpuadmit.io/pool); " +
+	"to try gpuadmit without GPUs, add the fake GPU nodes of examples/nodes.yaml as the README shows."
+
 // servable summarises what the cluster can give, so a denial says what would be accepted.
 func servable(inv *inventory.Inventory) string {
 	if len(inv.Pools) == 0 {
-		return "The cluster has no GPU pools."
+		return noPools
 	}
 	var parts []string
 	for _, p := range inv.Pools {
