@@ -118,3 +118,19 @@ func policyEvents(ev events.EventRecorder, podName, podNamespace string) func(st
 		ev.Eventf(ref, nil, corev1.EventTypeWarning, "PolicyRejected", "LoadPolicy", "%s", truncate(fmt.Sprintf("policy set at %s not activated, the last good set keeps serving: %s", path, err)))
 	}
 }
+
+// recordKeyEvents reports a missing record key as a Warning Event on this
+// replica's pod, so `kubectl describe pod` shows what the log line says.
+func recordKeyEvents(ev events.EventRecorder, podName, podNamespace, dir string) func() {
+	return func() {
+		if podName == "" || podNamespace == "" {
+			return
+		}
+		ref := &corev1.Pod{}
+		ref.Name, ref.Namespace = podName, podNamespace
+		ev.Eventf(ref, nil, corev1.EventTypeWarning, "RecordKeyMissing", "LoadRecordKey", "no record key in %s (the Secret %s in namespace %s): "+
+			"gpuadmit's record on the pods it admits is not sealed, and a pod that comes back (reinvocation, a saved pod applied again) is decided again "+
+			"and refused if the decision changed; create the Secret: kubectl -n %s create secret generic %s --from-literal=current=$(openssl rand -hex 32)",
+			dir, recordKeySecret, podNamespace, podNamespace, recordKeySecret)
+	}
+}
