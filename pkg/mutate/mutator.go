@@ -123,6 +123,9 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	if err != nil || !out.Allowed {
 		return out, err
 	}
+	if w := appliedWarning(req.Pod, out.Pod); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	if err := m.seal(req, &out); err != nil {
 		return Result{}, err
 	}
