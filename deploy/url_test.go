@@ -1,6 +1,9 @@
 package deploy_test
 
 import (
+	"crypto/x509"
+	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +13,11 @@ import (
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/certs"
+	"github.com/gpuadmit/gpuadmit/deploy"
 )
 
 // TestHelmWebhookURL: for clusters whose API server cannot reach pods
@@ -87,5 +94,53 @@ func TestHelmRefusesABadWebhookURL(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "webhook/url") {
 			t.Errorf("webhook.url=%s: got error %v, want one naming webhook/url", url, err)
 		}
+	}
+}
+
+// TestDevLoopbackOverlay: the dev overlay for a one-node cluster without
+// kube-proxy calls the webhook at a loopback URL, on the host network, with
+// the dev overlay's CA; a certificate made with --ip 127.0.0.1 verifies
+// there.
+func TestDevLoopbackOverlay(t *testing.T) {
+	tl := findTools(t)
+	b, err := certs.Generate(certs.Options{Service: serviceName, Namespace: namespace, IPs: []net.IP{net.ParseIP("127.0.0.1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	if _, err := deploy.DevOverlay(".", tmp, b); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "overlays", "dev-loopback")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("overlays", "dev-loopback"))); err != nil {
+		t.Fatal(err)
+	}
+	objs := tl.build(t, dir)
+	m := get[*admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration", "", "gpuadmit")
+	var got []string
+	for _, w := range m.Webhooks {
+		if w.ClientConfig.Service != nil || w.ClientConfig.URL == nil || string(w.ClientConfig.CABundle) != string(b.CACert) {
+			t.Errorf("%s clientConfig %+v, want a URL, no Service, and the dev CA", w.Name, w.ClientConfig)
+			continue
+		}
+		got = append(got, *w.ClientConfig.URL)
+	}
+	if diff := cmp.Diff([]string{"https://127.0.0.1:9443/mutate-v1-pod", "https://127.0.0.1:9443/mutate-batch-v1-job"}, got); diff != "" {
+		t.Errorf("webhook URLs (-want +got):\n%s", diff)
+	}
+	d := get[*appsv1.Deployment](t, objs, "Deployment", namespace, "gpuadmit-webhook")
+	if pod := d.Spec.Template.Spec; !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Errorf("hostNetwork %v, dnsPolicy %q, replicas %v; want the host network, ClusterFirstWithHostNet, one replica", pod.HostNetwork, pod.DNSPolicy, show(d.Spec.Replicas))
+	}
+	s := get[*corev1.Secret](t, objs, "Secret", namespace, tlsSecretName)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(m.Webhooks[0].ClientConfig.CABundle)
+	block, _ := pem.Decode(s.Data[corev1.TLSCertKey])
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
+		t.Errorf("the serving certificate does not verify for 127.0.0.1: %v", err)
 	}
 }
