@@ -27,14 +27,15 @@ func main() {
 	out := flag.String("out", ".bin/images", "directory the archives go to")
 	registry := flag.String("registry", "ghcr.io/gpuadmit", "registry and path of the image names")
 	tag := flag.String("tag", "", "image tag; empty: the chart's appVersion")
+	agentTags := flag.String("agent-tags", "", "build tags of the agent's binary (go build -tags)")
 	flag.Parse()
-	if err := run(*out, *registry, *tag); err != nil {
+	if err := run(*out, *registry, *tag, *agentTags); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, registry, tag string) error {
+func run(out, registry, tag, agentTags string) error {
 	if tag == "" {
 		var err error
 		if tag, err = appVersion("deploy/helm/gpuadmit/Chart.yaml"); err != nil {
@@ -47,10 +48,10 @@ func run(out, registry, tag string) error {
 	}
 	defer os.RemoveAll(bin)
 	webhook, agent := filepath.Join(bin, "gpuadmit-webhook"), filepath.Join(bin, "gpuadmit-agent")
-	if err := goBuild(webhook, "./cmd/webhook", "0"); err != nil {
+	if err := goBuild(webhook, "./cmd/webhook", "0", ""); err != nil {
 		return err
 	}
-	if err := goBuild(agent, "./cmd/agent", "1"); err != nil {
+	if err := goBuild(agent, "./cmd/agent", "1", agentTags); err != nil {
 		return err
 	}
 	libs, err := ociimage.SharedLibraries(agent)
@@ -76,9 +77,10 @@ func run(out, registry, tag string) error {
 	return nil
 }
 
-// goBuild builds pkg as the Dockerfiles do: trimmed, stripped, cgo as given.
-func goBuild(dst, pkg, cgo string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dst, pkg)
+// goBuild builds pkg as the Dockerfiles do: trimmed, stripped, cgo and
+// build tags as given.
+func goBuild(dst, pkg, cgo, tags string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags="+tags, "-o", dst, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOOS=linux")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
