@@ -20,8 +20,8 @@ func TestKubectlApplyWarning(t *testing.T) {
 		want    bool
 	}{
 		"gpushare, applied: aliyun.com/gpu-mem is rewritten": {file: "gpushare.yaml", applied: true, want: true},
-		"gpushare, created":                                  {file: "gpushare.yaml"},
-		"whole GPUs, applied: kept, accounting only added":   {file: "nvidia-whole.yaml", applied: true},
+		"gpushare, created": {file: "gpushare.yaml"},
+		"whole GPUs, applied: kept, accounting only added": {file: "nvidia-whole.yaml", applied: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

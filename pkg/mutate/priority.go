@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // PriorityClassGetter finds a PriorityClass by name. found is false when the
