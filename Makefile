@@ -6,7 +6,7 @@ GO ?= go
 # cgo's warnings about them out of the build log.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test test-node build scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down
+.PHONY: run test test-node build images scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
@@ -43,6 +43,12 @@ test-node:
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# images builds the webhook's and the agent's images without a container
+# engine, as OCI image layout archives in .bin/images (hack/images; the
+# README's Images section says how to load or push them).
+images:
+	$(GO) run ./hack/images --out .bin/images
 
 # scheduler builds gpuadmit-scheduler (its own module; the first build
 # compiles kube-scheduler and takes minutes).

@@ -230,10 +230,11 @@ func TestKustomize(t *testing.T) {
 func TestHelm(t *testing.T) {
 	tl := findTools(t)
 	bundle := newBundle(t)
-	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, bundle.CACert, 0o600); err != nil {
+	certDir := t.TempDir()
+	if err := bundle.WriteDir(certDir); err != nil {
 		t.Fatal(err)
 	}
+	caFile := filepath.Join(certDir, "ca.crt")
 	policies := defaultPolicies(t)
 	var policyFiles []string
 	for name := range policies {
@@ -250,6 +251,10 @@ func TestHelm(t *testing.T) {
 		"secret mode with a PEM caBundle": {
 			args:    []string{"--set", "certificates.mode=secret", "--set-file", "certificates.secret.caBundle=" + caFile},
 			variant: variant{check: checkSecretCA(bundle, false)}},
+		"secret mode with the serving certificate as values": {
+			args: []string{"--set", "certificates.mode=secret", "--set-file", "certificates.secret.caBundle=" + caFile,
+				"--set-file", "certificates.secret.tlsCrt=" + filepath.Join(certDir, "tls.crt"), "--set-file", "certificates.secret.tlsKey=" + filepath.Join(certDir, "tls.key")},
+			variant: variant{check: checkSecretCA(bundle, true)}},
 		"secret mode with a base64 caBundle": {
 			args:    []string{"--set", "certificates.mode=secret", "--set", "certificates.secret.caBundle=" + b64(bundle.CACert)},
 			variant: variant{check: checkSecretCA(bundle, false)}},
@@ -283,7 +288,9 @@ func TestHelmRefuses(t *testing.T) {
 		args []string
 		want string
 	}{
-		"secret mode without a CA":     {args: []string{"--set", "certificates.mode=secret"}, want: "certificates.secret.caBundle is required"},
+		"secret mode without a CA": {args: []string{"--set", "certificates.mode=secret"}, want: "certificates.secret.caBundle is required"},
+		"a certificate without its key": {args: []string{"--set", "certificates.mode=secret", "--set", "certificates.secret.caBundle=x", "--set", "certificates.secret.tlsCrt=x"},
+			want: "tlsCrt and certificates.secret.tlsKey go together"},
 		"an unknown certificates mode": {args: []string{"--set", "certificates.mode=manual"}, want: "certificates/mode"},
 		"an unknown policy source":     {args: []string{"--set", "policies.source=git"}, want: "policies/source"},
 		"a long webhook timeout":       {args: []string{"--set", "webhook.timeoutSeconds=30"}, want: "webhook/timeoutSeconds"},

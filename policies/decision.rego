@@ -60,17 +60,25 @@ deny contains msg if {
 deny contains msg if {
 	input.hints.model != ""
 	count([p | some p in input.pools; model_hint_allows(p)]) == 0
-	models := {p.model | some p in input.pools}
-	msg := sprintf("gpuadmit.io/model %q: no GPU pool of this cluster has that model; models: %s", [input.hints.model, concat(", ", sort(models))])
+	msg := sprintf("gpuadmit.io/model %q: no GPU pool of this cluster has that model; %s", [input.hints.model, pool_models])
 }
+
+# pool_models lists the models of the cluster's pools for a denial, and says
+# so when there is none rather than ending the message with an empty list.
+pool_models := "the cluster has no GPU pools" if count(input.pools) == 0
+
+pool_models := sprintf("models: %s", [concat(", ", sort({p.model | some p in input.pools}))]) if count(input.pools) > 0
+
+pool_products := "the cluster has no GPU pools" if count(input.pools) == 0
+
+pool_products := sprintf("pools: %s", [concat("; ", sort([sprintf("%s (model %s, product %s)", [p.name, p.model, object.get(p, "product", "")]) | some p in input.pools]))]) if count(input.pools) > 0
 
 # A pod whose nvidia.com/use-gputype or nouse-gputype leaves no pool is
 # denied with each pool's model and product, so the author sees what to list.
 deny contains msg if {
 	count(use_types) + count(avoid_types) > 0
 	count([p | some p in input.pools; type_allowed(p)]) == 0
-	pools := [sprintf("%s (model %s, product %s)", [p.name, p.model, object.get(p, "product", "")]) | some p in input.pools]
-	msg := sprintf("nvidia.com/use-gputype %q and nouse-gputype %q: no GPU pool of this cluster has a GPU of those types; pools: %s", [concat(",", use_types), concat(",", avoid_types), concat("; ", sort(pools))])
+	msg := sprintf("nvidia.com/use-gputype %q and nouse-gputype %q: no GPU pool of this cluster has a GPU of those types; %s", [concat(",", use_types), concat(",", avoid_types), pool_products])
 }
 
 deny contains msg if {

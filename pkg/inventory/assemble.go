@@ -23,7 +23,7 @@ func (inv *Inventory) add(g gpuNode) {
 			g.node.Name, g.product, g.mode, offerText(g.offer), name, p.Product, p.Mode, offerText(p.offer))
 		return
 	}
-	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Labels: g.node.Labels,
+	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Labels: g.node.Labels, Down: downTaints(g.node),
 		object: newNodeObject(g.node.Name, g.node.Labels)})
 	p.keepCommonLabels(g.node.Labels, len(p.Nodes) == 1)
 	p.GPUsPerNode = max(p.GPUsPerNode, g.gpus)
@@ -173,6 +173,26 @@ func mergeTaints(have, add []corev1.Taint) []corev1.Taint {
 	}
 	sort.Slice(have, func(i, j int) bool { return taintKey(have[i]) < taintKey(have[j]) })
 	return have
+}
+
+// downTaints are the taints that keep new pods off n (Node.Down): its
+// unschedulable, unreachable and not-ready taints that are not mere
+// preferences, and spec.unschedulable as the scheduler's NodeUnschedulable
+// plugin reads it, before the node controller has tainted the node.
+func downTaints(n *corev1.Node) []corev1.Taint {
+	var out []corev1.Taint
+	cordon := corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+	if n.Spec.Unschedulable {
+		out = append(out, cordon)
+	}
+	for _, t := range n.Spec.Taints {
+		switch {
+		case t.Effect == corev1.TaintEffectPreferNoSchedule, containsTaint(out, t):
+		case t.Key == corev1.TaintNodeUnschedulable, t.Key == corev1.TaintNodeUnreachable, t.Key == corev1.TaintNodeNotReady:
+			out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+	}
+	return out
 }
 
 func lifecycleTaint(key string) bool {

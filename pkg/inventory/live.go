@@ -156,7 +156,7 @@ func relevantChange(o, n *corev1.Node) bool {
 	return !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 		o.Annotations[allocator.AnnotationGPUs] != n.Annotations[allocator.AnnotationGPUs] ||
 		o.Annotations[allocator.AnnotationShare] != n.Annotations[allocator.AnnotationShare] ||
-		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(o.Status.Allocatable, n.Status.Allocatable)
 }
 

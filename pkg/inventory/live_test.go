@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -52,5 +53,26 @@ func TestLiveRebuildsWhenTheAgentAnnotationChanges(t *testing.T) {
 	live.Handler().OnUpdate(&n, &updated)
 	if p := live.Inventory().Pools[0]; p.SharesPerGPU != 8 {
 		t.Errorf("SharesPerGPU = %d after the agent published its offer, want 8 (annotation changes must rebuild)", p.SharesPerGPU)
+	}
+}
+
+// A cordon changes nothing but spec.unschedulable, and the pool's node must
+// then say it takes no pods.
+func TestLiveRebuildsWhenANodeIsCordoned(t *testing.T) {
+	n := node("h100-0", map[string]string{inventory.LabelProduct: h100}, map[string]string{"nvidia.com/gpu": "8"})
+	c := fake.NewClientBuilder().WithObjects(&n).Build()
+	live := inventory.NewLive(c, nil, logr.Discard())
+	if down := live.Inventory().Pools[0].Nodes[0].Down; down != nil {
+		t.Fatalf("Down = %v before the cordon, want none", down)
+	}
+	cordoned := *n.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	if err := c.Update(context.Background(), &cordoned); err != nil {
+		t.Fatal(err)
+	}
+	live.Handler().OnUpdate(&n, &cordoned)
+	want := []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+	if diff := cmp.Diff(want, live.Inventory().Pools[0].Nodes[0].Down); diff != "" {
+		t.Errorf("Down after the cordon (-want +got):\n%s", diff)
 	}
 }

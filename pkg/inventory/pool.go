@@ -69,6 +69,11 @@ type Node struct {
 	// Labels are the node's labels, against which a pod's own nodeSelector
 	// and required node affinity are matched.
 	Labels map[string]string `json:"-"`
+	// Down are the taints that keep new pods off the node while it is
+	// cordoned (spec.unschedulable, as the scheduler reads it:
+	// node.kubernetes.io/unschedulable), unreachable or not ready; nil while
+	// it takes pods. A pod that tolerates them may still go there.
+	Down []corev1.Taint `json:"-"`
 
 	object *corev1.Node // Object, made once with the inventory
 }

@@ -12,7 +12,7 @@ var nodeAnnotations = []string{allocator.AnnotationGPUs, allocator.AnnotationSha
 // StripNode is an informer transform (cache.TransformFunc) for Nodes that
 // keeps only what Build reads: the name, UID and resourceVersion (an Event
 // about a refused node needs them), the labels, the agent's annotations, the
-// taints and the allocatable resources. A Node's images, conditions,
+// taints, spec.unschedulable and the allocatable resources. A Node's images, conditions,
 // capacity, addresses and managed fields are most of its size, and a cache
 // of whole Nodes on a large cluster would not fit the webhook's memory.
 // Anything that is not a *corev1.Node (a tombstone) is returned as it is.
@@ -33,6 +33,7 @@ func StripNode(obj any) (any, error) {
 		}
 	}
 	out.Spec.Taints = n.Spec.Taints
+	out.Spec.Unschedulable = n.Spec.Unschedulable
 	out.Status.Allocatable = n.Status.Allocatable
 	return out, nil
 }

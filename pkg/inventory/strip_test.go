@@ -60,7 +60,10 @@ func TestStripNodeKeepsWhatBuildReads(t *testing.T) {
 		`{"resource":"gpuadmit.io/gpu-mem-10g","unitMiB":10240,"sharesPerGPU":2}`)
 	twice := node("twice", map[string]string{inventory.LabelProduct: h100}, map[string]string{"nvidia.com/gpu": "8", "gpuadmit.io/gpu-mem": "80"},
 		taint("dedicated", "gpu", corev1.TaintEffectNoSchedule))
-	nodes = append(nodes, agent, shared, twice)
+	cordoned := node("cordoned", map[string]string{inventory.LabelProduct: h100}, map[string]string{"nvidia.com/gpu": "8"},
+		taint(corev1.TaintNodeUnreachable, "", corev1.TaintEffectNoSchedule))
+	cordoned.Spec.Unschedulable = true
+	nodes = append(nodes, agent, shared, twice, cordoned)
 	for i := range nodes {
 		nodes[i] = realistic(nodes[i])
 	}
@@ -76,16 +79,17 @@ func TestStripNodeKeepsWhatBuildReads(t *testing.T) {
 }
 
 // TestStripNodeDropsTheRest: exactly the name, UID, resourceVersion, labels,
-// the agent's annotations, taints and allocatable remain.
+// the agent's annotations, taints, spec.unschedulable and allocatable remain.
 func TestStripNodeDropsTheRest(t *testing.T) {
 	n := realistic(node("n", map[string]string{inventory.LabelProduct: h100}, map[string]string{"nvidia.com/gpu": "8"},
 		taint("dedicated", "gpu", corev1.TaintEffectNoSchedule)))
+	n.Spec.Unschedulable = true
 	n.Annotations[inventory.AnnotationGPUs] = "[]"
 	got := stripAll(t, []corev1.Node{n})[0]
 	want := corev1.Node{}
 	want.Name, want.UID, want.ResourceVersion, want.Labels = "n", "2f1c", "4711", n.Labels
 	want.Annotations = map[string]string{inventory.AnnotationGPUs: "[]"}
-	want.Spec.Taints = n.Spec.Taints
+	want.Spec.Taints, want.Spec.Unschedulable = n.Spec.Taints, true
 	want.Status.Allocatable = n.Status.Allocatable
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stripped node (-want +got):\n%s", diff)

@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -32,26 +34,28 @@ type choice struct {
 }
 
 // choose takes the first pool, in the policy's order of preference, on which
-// every GPU container has a candidate that fits and one node can hold the
-// whole pod (what pods already hold left aside, where room is set). All GPU
-// containers of a pod share one node, so they share a pool. When every pool
-// that could hold the pod is full, the pod is not denied: it waits for room
-// on the first of them, as it would with no room check.
+// every GPU container has a candidate that fits and one node that takes new
+// pods (not cordoned, unreachable or not ready) can hold the whole pod (what
+// pods already hold left aside, where room is set). All GPU containers of a
+// pod share one node, so they share a pool. When every pool that could hold
+// the pod is full or down, the pod is not denied: it waits for room on the
+// first of them, as it would with no room check.
 func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
-	ch, reasons := chooseWith(pod, want, d, inv, room)
-	if ch != nil || room == nil {
+	ch, reasons := chooseWith(pod, want, d, inv, room, true)
+	if ch != nil {
 		return ch, reasons
 	}
-	ch, _ = chooseWith(pod, want, d, inv, nil)
+	ch, _ = chooseWith(pod, want, d, inv, nil, false)
 	if ch == nil {
 		return nil, reasons
 	}
-	ch.roomChecked, ch.full = true, reasons
+	ch.roomChecked, ch.full = room != nil, reasons
 	return ch, nil
 }
 
-// chooseWith is one pass of choose, with or without the room check.
-func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
+// chooseWith is one pass of choose, with or without the room check, on the
+// nodes that take new pods (up) or on all.
+func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, up bool) (*choice, []string) {
 	var reasons []string
 	for _, name := range poolOrder(want, d) {
 		pool, ok := inv.Pool(name)
@@ -59,7 +63,7 @@ func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *invent
 			reasons = append(reasons, fmt.Sprintf("pool %s: not in the inventory (no node serves it)", name))
 			continue
 		}
-		assigns, demand, why := onPool(pod, want, d, pool, room)
+		assigns, demand, why := onPool(pod, want, d, pool, room, up)
 		if why != "" {
 			reasons = append(reasons, fmt.Sprintf("pool %s: %s", name, why))
 			continue
@@ -90,8 +94,8 @@ func poolOrder(want intent.Pod, d policy.Decision) []string {
 }
 
 // onPool fits every GPU container on the pool and returns the pod's demand
-// there, or says why it cannot.
-func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool, room roomFunc) ([]assignment, map[string]int64, string) {
+// there, or says why it cannot; with up, only on nodes that take new pods.
+func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool, room roomFunc, up bool) ([]assignment, map[string]int64, string) {
 	if k, v, clash := selectorClash(pod.Spec.NodeSelector, pool.NodeSelector); clash {
 		return nil, nil, fmt.Sprintf("the pod's nodeSelector %s=%s excludes it (the pool needs %s=%s)", k, pod.Spec.NodeSelector[k], k, v)
 	}
@@ -106,6 +110,11 @@ func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory
 	nodes, why := eligibleNodes(pod, pool)
 	if why != "" {
 		return nil, nil, why
+	}
+	if up {
+		if nodes, why = upNodes(pod, nodes); why != "" {
+			return nil, nil, why
+		}
 	}
 	demand := podDemand(pod, assigns, pool)
 	if !inventory.FitsOn(nodes, demand) {
@@ -157,6 +166,59 @@ func eligibleNodes(pod *corev1.Pod, pool *inventory.Pool) ([]inventory.Node, str
 		return nil, fmt.Sprintf("the pod is bound to node %s (spec.nodeName), which is not one of its %d nodes", pod.Spec.NodeName, pool.NodeCount)
 	}
 	return nil, fmt.Sprintf("none of its %d nodes satisfies the pod's own nodeSelector and required node affinity", pool.NodeCount)
+}
+
+// upNodes are the nodes that take the pod now: those not cordoned,
+// unreachable or not ready (inventory.Node.Down), and those whose such
+// taints the pod tolerates (a DaemonSet's pods tolerate them). A pool none
+// of whose nodes is up would leave the pod waiting on an untolerated taint
+// while another pool may have room.
+func upNodes(pod *corev1.Pod, nodes []inventory.Node) ([]inventory.Node, string) {
+	if pod.Spec.NodeName != "" {
+		return nodes, "" // bound: the scheduler no longer decides
+	}
+	var out []inventory.Node
+	down := map[string]int{}
+	for _, n := range nodes {
+		if t := untolerated(pod, n.Down); t != nil {
+			down[downReason(t)]++
+			continue
+		}
+		out = append(out, n)
+	}
+	if len(out) > 0 {
+		return out, ""
+	}
+	parts := make([]string, 0, len(down))
+	for why, k := range down {
+		parts = append(parts, fmt.Sprintf("%d %s", k, why))
+	}
+	sort.Strings(parts)
+	return nil, fmt.Sprintf("none of its %d nodes the pod may run on takes new pods (%s)", len(nodes), strings.Join(parts, ", "))
+}
+
+// untolerated is the first of taints the pod does not tolerate, or nil.
+func untolerated(pod *corev1.Pod, taints []corev1.Taint) *corev1.Taint {
+	for i := range taints {
+		t := &taints[i]
+		if !slices.ContainsFunc(pod.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), t, false) }) {
+			return t
+		}
+	}
+	return nil
+}
+
+// downReason names what a lifecycle taint says about its node.
+func downReason(t *corev1.Taint) string {
+	switch t.Key {
+	case corev1.TaintNodeUnschedulable:
+		return "cordoned"
+	case corev1.TaintNodeUnreachable:
+		return "unreachable"
+	case corev1.TaintNodeNotReady:
+		return "not ready"
+	}
+	return t.Key
 }
 
 // unconstrained: the pod names no node, node selector or required node
@@ -254,10 +316,18 @@ func noPoolMessage(want intent.Pod, reasons []string, inv *inventory.Inventory) 
 	return msg + ". " + servable(inv)
 }
 
+// noPools ends the denial of a pod on a cluster without GPU pools: it says
+// what makes a pool, so the user can tell a cluster without GPUs from GPU
+// nodes gpuadmit does not read, and how to try gpuadmit without GPUs.
+const noPools = "The cluster has no GPU pools. A pool is made of the nodes that advertise GPUs " +
+	"(allocatable nvidia.com/gpu, nvidia.com/mig-<profile> or gpuadmit.io/gpu-mem, set by NVIDIA's device plugin or gpuadmit's agent) " +
+	"and name their model (GPU Feature Discovery's label nvidia.com/gpu.product, or gpuadmit.io/pool); " +
+	"to try gpuadmit without GPUs, add the fake GPU nodes of examples/nodes.yaml as the README shows."
+
 // servable summarises what the cluster can give, so a denial says what would be accepted.
 func servable(inv *inventory.Inventory) string {
 	if len(inv.Pools) == 0 {
-		return "The cluster has no GPU pools."
+		return noPools
 	}
 	var parts []string
 	for _, p := range inv.Pools {

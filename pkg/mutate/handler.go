@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
 )
 
 // NamespaceGetter returns a pod's namespace (labels and annotations feed the policy).
@@ -165,15 +166,35 @@ func (h *Handler) report(ctx context.Context, req admission.Request, pod *corev1
 	}
 }
 
-// asked summarises the GPU requests as they arrived, for the log line.
-func asked(pod *corev1.Pod) string {
-	var parts []string
+// askedAnnotations is the key of asked's entry for the pod annotations that
+// ask for GPU; no container can have that name (a DNS label has no dot).
+const askedAnnotations = "metadata.annotations"
+
+// asked is the GPU request as it arrived, for the log line: each GPU
+// container's GPU limits under its name, and KAI's pod annotations, which ask
+// on a container's behalf, under askedAnnotations. Nil when none.
+func asked(pod *corev1.Pod) map[string]map[string]string {
+	var out map[string]map[string]string
+	add := func(key string, m map[string]string) {
+		if len(m) == 0 {
+			return
+		}
+		if out == nil {
+			out = map[string]map[string]string{}
+		}
+		out[key] = m
+	}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if keys := gpuKeys(c.Resources.Limits); len(keys) > 0 {
-			parts = append(parts, fmt.Sprintf("%s%v", c.Name, keys))
+		add(c.Name, gpuKeys(c.Resources.Limits))
+	}
+	kai := map[string]string{}
+	for _, k := range []string{intent.AnnotationKAIFraction, intent.AnnotationKAIMemory, intent.AnnotationKAINumDevices, intent.AnnotationKAIContainerName} {
+		if v, ok := pod.Annotations[k]; ok {
+			kai[k] = v
 		}
 	}
-	return strings.Join(parts, " ")
+	add(askedAnnotations, kai)
+	return out
 }
 
 // decodePod reads the review's pod, refusing reviews of anything else. It

@@ -79,7 +79,7 @@ func TestDeniedWithWhatWouldBeAccepted(t *testing.T) {
 		"a share cannot span two GPUs": {[]corev1.Node{t4Shared}, map[string]string{"nvidia.com/gpu": "2", "nvidia.com/gpumem": "1000"}, []string{"a memory share lives on one GPU"}},
 		"more units than one GPU":      {[]corev1.Node{t4Shared}, map[string]string{"aliyun.com/gpu-mem": "16"}, []string{"16 units of 1024 MiB exceed one GPU's 15 units"}},
 		"a MIG profile nobody serves":  {[]corev1.Node{h100Mixed}, map[string]string{"nvidia.com/mig-3g.20gb": "1"}, []string{"serves no MIG profile \"3g.20gb\"", "1g.10gb (9984 MiB)"}},
-		"no GPU pools at all":          {nil, map[string]string{"nvidia.com/gpu": "1"}, []string{"no GPU pool can serve", "The cluster has no GPU pools"}},
+		"no GPU pools at all":          {nil, map[string]string{"nvidia.com/gpu": "1"}, []string{"no GPU pool can serve", "The cluster has no GPU pools", "allocatable nvidia.com/gpu", "nvidia.com/gpu.product", "examples/nodes.yaml"}},
 		"invalid request":              {[]corev1.Node{t4Shared}, map[string]string{"nvidia.com/gpu": "0"}, []string{"spec.containers[0].resources.limits[nvidia.com/gpu]", `container "a"`}},
 		"more GPUs than a node has":    {[]corev1.Node{a100Whole}, map[string]string{"nvidia.com/gpu": "9"}, []string{"its nodes have at most 8"}},
 	}

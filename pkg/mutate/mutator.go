@@ -131,6 +131,9 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	if err != nil || !out.Allowed {
 		return out, err
 	}
+	if w := appliedWarning(req.Pod, out.Pod); w != "" {
+		out.Warnings = append(out.Warnings, w)
+	}
 	if err := m.seal(req, &out); err != nil {
 		return Result{}, err
 	}
@@ -190,6 +193,19 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	res, err := m.place(ctx, req, want, d, inv)
+	if err == nil && res.Revision == "" {
+		// Every answer after the policy ran names its revision, denials
+		// too (the log line's revision field).
+		res.Revision = d.Revision
+	}
+	return res, err
+}
+
+// place applies the policy's decision d to the pod: a denial, a pass, or the
+// first candidate pool that can serve it.
+func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d policy.Decision, inv *inventory.Inventory) (Result, error) {
+	pod := req.Pod
 	if len(want.Warnings) > 0 {
 		d.Warnings = append(slices.Clone(want.Warnings), d.Warnings...)
 	}
@@ -222,6 +238,9 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 	// A pod decided again for its record (req.recordedPool) was counted
 	// by Kueue as gpuadmit wrote it.
 	if msg := kueueUncounted(pod, res.Pod); msg != "" && req.recordedPool == "" {
+		return deny(pod, msg), nil
+	}
+	if msg := m.missingPriorityClass(ctx, d, want); msg != "" {
 		return deny(pod, msg), nil
 	}
 	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})

@@ -11,7 +11,7 @@ import (
 )
 
 // PriorityClassGetter finds a PriorityClass by name. found is false when the
-// class does not exist (or is not known yet).
+// class does not exist.
 type PriorityClassGetter interface {
 	PriorityClass(ctx context.Context, name string) (pc *schedulingv1.PriorityClass, found bool, err error)
 }

@@ -3,6 +3,7 @@ package mutate
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,9 +72,9 @@ func TestPriorityResolvedFromClass(t *testing.T) {
 			class: "training", getter: classes{set: known},
 			want: priorityFields{"gpuadmit-training", &i1000, &lower},
 		},
-		"an unknown class is left to the API server": {
+		"a class the cluster lacks is denied": {
 			class: "batch", getter: classes{},
-			want: priorityFields{"gpuadmit-batch", nil, nil},
+			want: priorityFields{"", &zero, &never}, denied: true,
 		},
 		"a failed read is left to the API server": {
 			class: "batch", getter: classes{err: errors.New("cache not synced")},
@@ -116,5 +117,27 @@ func TestPriorityResolvedFromClass(t *testing.T) {
 				t.Errorf("allowed %v, message %q, priority fields (-want +got):\n%s", res.Allowed, res.Message, diff)
 			}
 		})
+	}
+}
+
+// The denial of a class the cluster lacks names the class, where the name
+// came from and how to create it, not the API server's bare refusal.
+func TestMissingPriorityClassMessage(t *testing.T) {
+	p := pod("p", map[string]string{"nvidia.com/gpu": "1"})
+	p.Labels = map[string]string{"gpuadmit.io/class": "training"}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Labels: map[string]string{"gpuadmit.io/priority.training": "team-a-training"}}}
+	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build([]corev1.Node{a100Whole}, allocator.Default())},
+		MutatorOptions{PriorityClasses: classes{set: map[string]schedulingv1.PriorityClass{"gpuadmit-training": priorityClass("gpuadmit-training", 1000, nil)}}})
+	res, err := m.Mutate(context.Background(), Request{Pod: p, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Allowed {
+		t.Fatalf("allowed with PriorityClass %q, which the cluster lacks", res.Pod.Spec.PriorityClassName)
+	}
+	for _, want := range []string{`PriorityClass "team-a-training"`, "does not exist", "class training", "kubectl create priorityclass team-a-training", "gpuadmit.io/priority.<class>"} {
+		if !strings.Contains(res.Message, want) {
+			t.Errorf("message %q does not say %q", res.Message, want)
+		}
 	}
 }

@@ -38,7 +38,35 @@ func (r recorder) Decision(pod *corev1.Pod, res mutate.Result) {
 	if reason == "" {
 		return
 	}
-	r.ev.Eventf(regarding(pod), nil, typ, reason, "Admit", "%s", truncate(note))
+	r.ev.Eventf(regarding(pod), related(pod), typ, reason, "Admit", "%s", truncate(podName(pod)+": "+note))
+}
+
+// related names the pod the decision was about, as the Event's related
+// object. client-go's events broadcaster merges Events into one series (a
+// count, and the first Event's note) when their type, reason, action,
+// reporting instance, regarding and related objects are equal: the note is
+// not part of that key. Every pod of a namespace (or of a controller) has
+// the same regarding object, so without the pod here the denials of
+// different pods merged into one Event showing the first pod's message.
+// With it, only one pod's repeats merge: a bare pod's by its name, a
+// controller's by its generateName (its pods are copies of one template).
+// The pod may never exist; the reference names it and nothing reads it.
+func related(pod *corev1.Pod) *corev1.ObjectReference {
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName
+	}
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: pod.Namespace, Name: name}
+}
+
+// podName is how a note names the pod: `kubectl events` and `kubectl
+// describe` show the regarding object (the namespace or the controller)
+// and the note, not the related object.
+func podName(pod *corev1.Pod) string {
+	if pod.Name == "" && pod.GenerateName != "" {
+		return fmt.Sprintf("Pod %s<generated>", pod.GenerateName)
+	}
+	return "Pod " + pod.Name
 }
 
 // classify picks the Event for a result, or no reason for none.
@@ -88,5 +116,21 @@ func policyEvents(ev events.EventRecorder, podName, podNamespace string) func(st
 		ref := &corev1.Pod{}
 		ref.Name, ref.Namespace = podName, podNamespace
 		ev.Eventf(ref, nil, corev1.EventTypeWarning, "PolicyRejected", "LoadPolicy", "%s", truncate(fmt.Sprintf("policy set at %s not activated, the last good set keeps serving: %s", path, err)))
+	}
+}
+
+// recordKeyEvents reports a missing record key as a Warning Event on this
+// replica's pod, so `kubectl describe pod` shows what the log line says.
+func recordKeyEvents(ev events.EventRecorder, podName, podNamespace, dir string) func() {
+	return func() {
+		if podName == "" || podNamespace == "" {
+			return
+		}
+		ref := &corev1.Pod{}
+		ref.Name, ref.Namespace = podName, podNamespace
+		ev.Eventf(ref, nil, corev1.EventTypeWarning, "RecordKeyMissing", "LoadRecordKey", "no record key in %s (the Secret %s in namespace %s): "+
+			"gpuadmit's record on the pods it admits is not sealed, and a pod that comes back (reinvocation, a saved pod applied again) is decided again "+
+			"and refused if the decision changed; create the Secret: kubectl -n %s create secret generic %s --from-literal=current=$(openssl rand -hex 32)",
+			dir, recordKeySecret, podNamespace, podNamespace, recordKeySecret)
 	}
 }

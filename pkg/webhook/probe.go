@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -93,5 +94,22 @@ func policyCheck(engine *policy.Engine, w *policy.Watcher) check {
 			}
 		}
 		return true, detail
+	}}
+}
+
+// recordKeyCheck says whether gpuadmit seals its record, and with which
+// keys. A missing key leaves the replica ready — the Secret is optional —
+// but the detail says so, since a pod that comes back without a seal is
+// decided again and refused if the decision changed meanwhile.
+func recordKeyCheck(keys mutate.KeySource) check {
+	return check{name: "recordKey", run: func(*http.Request) (bool, string) {
+		if keys == nil {
+			return true, "NONE: no --record-key-dir, records are not sealed and pods that come back are decided again"
+		}
+		ks := keys.RecordKeys()
+		if len(ks.Current) == 0 {
+			return true, fmt.Sprintf("NONE: the Secret %s is absent or has no current key, records are not sealed and pods that come back are decided again", recordKeySecret)
+		}
+		return true, fmt.Sprintf("current %s, previous %s", mutate.KeyID(ks.Current), keyIDOrNone(ks.Previous))
 	}}
 }

@@ -34,14 +34,21 @@ func (n namespaces) Namespace(ctx context.Context, name string) (*corev1.Namespa
 	return ns, nil
 }
 
-// priorityClasses reads PriorityClasses from the informer cache.
-type priorityClasses struct{ cache client.Reader }
+// priorityClasses reads PriorityClasses from the informer cache, and from
+// the API server when the cache has not seen a class created a moment ago
+// (a class the cache lacks denies the pod, so it is asked for once more).
+type priorityClasses struct {
+	cache, api client.Reader
+}
 
 var _ mutate.PriorityClassGetter = priorityClasses{}
 
 func (p priorityClasses) PriorityClass(ctx context.Context, name string) (*schedulingv1.PriorityClass, bool, error) {
 	pc := &schedulingv1.PriorityClass{}
 	err := p.cache.Get(ctx, client.ObjectKey{Name: name}, pc)
+	if apierrors.IsNotFound(err) {
+		err = p.api.Get(ctx, client.ObjectKey{Name: name}, pc)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, false, nil
 	}

@@ -18,6 +18,8 @@ import (
 
 // Files of the record-key directory, a mounted Secret.
 const (
+	recordKeySecret = "gpuadmit-record-key" // the Secret the manifests mount there
+
 	keyFileCurrent  = "current"
 	keyFilePrevious = "previous"
 )
@@ -34,17 +36,20 @@ const (
 // first set previous to the new key (replicas now accept it), wait for the
 // Secret to reach every replica (about a minute), then swap the two.
 type recordKeys struct {
-	dir      string
-	interval time.Duration
-	log      logr.Logger
-	keys     atomic.Pointer[mutate.KeySet]
+	dir       string
+	interval  time.Duration
+	log       logr.Logger
+	onMissing func() // called each time the keys in force become none, the first load included
+	loaded    bool   // a load succeeded; reloads are sequential (newRecordKeys, then Start)
+	keys      atomic.Pointer[mutate.KeySet]
 }
 
 var _ mutate.KeySource = (*recordKeys)(nil)
 
 // newRecordKeys loads the keys in dir once; reloads follow from Start.
-func newRecordKeys(dir string, interval time.Duration, log logr.Logger) (*recordKeys, error) {
-	r := &recordKeys{dir: dir, interval: interval, log: log}
+// onMissing, if set, is called whenever a load finds no current key.
+func newRecordKeys(dir string, interval time.Duration, log logr.Logger, onMissing func()) (*recordKeys, error) {
+	r := &recordKeys{dir: dir, interval: interval, log: log, onMissing: onMissing}
 	r.keys.Store(&mutate.KeySet{})
 	if err := r.reload(); err != nil {
 		return nil, err
@@ -81,12 +86,16 @@ func (r *recordKeys) reload() error {
 		return err
 	}
 	old := r.keys.Load()
-	if bytes.Equal(old.Current, next.Current) && bytes.Equal(old.Previous, next.Previous) {
+	if r.loaded && bytes.Equal(old.Current, next.Current) && bytes.Equal(old.Previous, next.Previous) {
 		return nil
 	}
+	r.loaded = true
 	r.keys.Store(&next)
 	if len(next.Current) == 0 {
-		r.log.Info("no record key: records are not sealed, and pods that come back are decided again", "dir", r.dir)
+		r.log.Info("no record key: records are not sealed, and pods that come back are decided again", "dir", r.dir, "secret", recordKeySecret)
+		if r.onMissing != nil {
+			r.onMissing()
+		}
 		return nil
 	}
 	r.log.Info("record keys loaded", "dir", r.dir, "current", mutate.KeyID(next.Current), "previous", keyIDOrNone(next.Previous))

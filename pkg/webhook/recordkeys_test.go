@@ -37,7 +37,7 @@ func writeKeys(t *testing.T, dir string, files map[string]string) {
 // rotated in two steps, broken (the last good keys stay), removed.
 func TestRecordKeysReload(t *testing.T) {
 	dir := t.TempDir()
-	r, err := newRecordKeys(dir, time.Hour, logr.Discard())
+	r, err := newRecordKeys(dir, time.Hour, logr.Discard(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRecordKeysReload(t *testing.T) {
 func TestRecordKeysRefuseABadKeyAtStart(t *testing.T) {
 	dir := t.TempDir()
 	writeKeys(t, dir, map[string]string{keyFilePrevious: keyA})
-	if _, err := newRecordKeys(dir, time.Hour, logr.Discard()); err == nil || !strings.Contains(err.Error(), "previous is set without current") {
+	if _, err := newRecordKeys(dir, time.Hour, logr.Discard(), nil); err == nil || !strings.Contains(err.Error(), "previous is set without current") {
 		t.Errorf("newRecordKeys = %v, want the missing current key named", err)
 	}
 }

@@ -103,10 +103,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 		}
 	}
 	if opts.Role.serves() {
-		if err := addServing(ctx, mgr, engine, scheme, opts, log); err != nil {
+		keys, err := addServing(ctx, mgr, engine, scheme, opts, log)
+		if err != nil {
 			return err
 		}
-		checks = append(checks, servingCheck(mgr))
+		checks = append(checks, servingCheck(mgr), recordKeyCheck(keys))
 	}
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: checks, log: log}); err != nil {
 		return err
@@ -146,26 +147,27 @@ func addReconcilers(mgr manager.Manager, engine *policy.Engine, trigger <-chan e
 }
 
 // addServing adds what admission reviews read (inventory, record keys, free
-// capacity, gpuadmit-scheduler's Lease) and registers the handlers.
-func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine, scheme *runtime.Scheme, opts Options, log logr.Logger) error {
+// capacity, gpuadmit-scheduler's Lease) and registers the handlers. It
+// returns the record keys (nil without --record-key-dir) for readiness.
+func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine, scheme *runtime.Scheme, opts Options, log logr.Logger) (mutate.KeySource, error) {
 	live, err := addInventory(ctx, mgr, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys, err := addRecordKeys(mgr, opts, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	capa, err := addCapacity(ctx, mgr, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sched, err := addSchedulers(ctx, mgr, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	registerHandlers(mgr, engine, live, keys, capa, sched, scheme, opts)
-	return nil
+	return keys, nil
 }
 
 func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
@@ -309,7 +311,8 @@ func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.K
 		log.Info("no --record-key-dir: records are not sealed, and pods that come back are decided again")
 		return nil, nil
 	}
-	keys, err := newRecordKeys(opts.RecordKeyDir, opts.PolicyInterval, log.WithName("recordkeys"))
+	missing := recordKeyEvents(mgr.GetEventRecorder("gpuadmit-webhook"), opts.PodName, opts.PodNamespace, opts.RecordKeyDir)
+	keys, err := newRecordKeys(opts.RecordKeyDir, opts.PolicyInterval, log.WithName("recordkeys"), missing)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +328,7 @@ func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*ca
 }
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {
-	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{mgr.GetCache()}, RecordKeys: keys, Capacity: capa, Schedulers: sched,
+	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, RecordKeys: keys, Capacity: capa, Schedulers: sched,
 		SealWindow: opts.SealWindow, Workloads: jobs{mgr.GetAPIReader()}})
 	ho := mutate.HandlerOptions{
 		Quotas:   quotas{mgr.GetCache()},

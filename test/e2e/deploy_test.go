@@ -53,6 +53,10 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	loopback := filepath.Join(filepath.Dir(dev), "dev-loopback")
+	if err := os.CopyFS(loopback, os.DirFS(filepath.Join(root, "deploy/overlays/dev-loopback"))); err != nil {
+		t.Fatal(err)
+	}
 	chart := filepath.Join(root, "deploy/helm/gpuadmit")
 	renders := map[string]struct {
 		render func() ([]byte, error)
@@ -61,6 +65,7 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"kustomize base":         {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/base")) }, 10},
 		"kustomize cert-manager": {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/cert-manager")) }, 10},
 		"kustomize dev":          {func() ([]byte, error) { return tools.Build(dev) }, 10},
+		"kustomize dev-loopback": {func() ([]byte, error) { return tools.Build(loopback) }, 10},
 		"kustomize git-sync":     {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/git-sync")) }, 10},
 		"kustomize configmap":    {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/overlays/configmap")) }, 10},
 		"kustomize agent":        {func() ([]byte, error) { return tools.Build(filepath.Join(root, "deploy/agent")) }, 7},
@@ -74,6 +79,9 @@ func TestDeployManifestsAreAccepted(t *testing.T) {
 		"helm agent and DRA driver": {func() ([]byte, error) {
 			return tools.Template(chart, "--set", "agent.enabled=true", "--set", "dra.enabled=true")
 		}, 40},
+		"helm webhook URL on the host network": {func() ([]byte, error) {
+			return tools.Template(chart, "--set", "webhook.url=https://127.0.0.1:9443", "--set", "webhook.hostNetwork=true", "--set", "replicas=1")
+		}, 10},
 		"helm scheduler": {func() ([]byte, error) {
 			return tools.Template(chart, "--set", "scheduler.enabled=true")
 		}, 18},

@@ -82,7 +82,7 @@ func setup(ctx context.Context) error {
 	if _, err := env.AddNodes(ctx, filepath.Join(root, "examples/nodes.yaml")); err != nil {
 		return err
 	}
-	for _, f := range []string{"deploy/base/priorityclasses.yaml", "examples/namespace.yaml", "test/e2e/testdata/setup.yaml"} {
+	for _, f := range []string{"deploy/base/priorityclasses.yaml", "examples/namespace.yaml", "examples/priorityclass.yaml", "test/e2e/testdata/setup.yaml"} {
 		if err := env.Apply(ctx, filepath.Join(root, f)); err != nil {
 			return err
 		}

@@ -44,7 +44,7 @@ func run(dir, bin, policies string) error {
 	if _, err := c.AddNodes(ctx, filepath.Join(root, "examples/nodes.yaml")); err != nil {
 		return err
 	}
-	for _, f := range []string{"deploy/base/priorityclasses.yaml", "examples/namespace.yaml", "test/e2e/testdata/setup.yaml"} {
+	for _, f := range []string{"deploy/base/priorityclasses.yaml", "examples/namespace.yaml", "examples/priorityclass.yaml", "test/e2e/testdata/setup.yaml"} {
 		if err := c.Apply(ctx, filepath.Join(root, f)); err != nil {
 			return err
 		}

@@ -45,6 +45,22 @@ caBundle: {{ ternary ($ca | b64enc) ($ca | trim) (contains "-----BEGIN" $ca) }}
 {{- end -}}
 {{- end }}
 
+{{/*
+Where the API server calls a webhook path: the Service, or webhook.url (a
+base URL) where the API server cannot reach pods through a Service.
+*/}}
+{{- define "gpuadmit.clientConfig" -}}
+{{- with .root.Values.webhook.url -}}
+url: {{ printf "%s%s" (trimSuffix "/" .) $.path }}
+{{- else -}}
+service:
+  name: gpuadmit-webhook
+  namespace: {{ include "gpuadmit.namespace" .root }}
+  path: {{ .path }}
+  port: 443
+{{- end -}}
+{{- end }}
+
 {{/* Namespaces never sent to the webhook: its own, then webhook.excludedNamespaces. */}}
 {{- define "gpuadmit.namespaceSelector" -}}
 namespaceSelector:

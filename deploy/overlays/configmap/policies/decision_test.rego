@@ -101,6 +101,17 @@ test_unknown_model_is_denied if {
 	contains(msg, "B200")
 }
 
+test_a_model_on_a_cluster_without_pools_says_so if {
+	d := gpuadmit.decision with input as object.union(pod_input([mem("main", 16000)], {"model": "H200-141GB"}), {"pools": []})
+	d.deny == {`gpuadmit.io/model "H200-141GB": no GPU pool of this cluster has that model; the cluster has no GPU pools`}
+}
+
+test_use_gputype_on_a_cluster_without_pools_says_so if {
+	d := gpuadmit.decision with input as object.union(pod_input([mem("main", 3000)], {"useTypes": ["a100"]}), {"pools": []})
+	some msg in d.deny
+	endswith(msg, "no GPU pool of this cluster has a GPU of those types; the cluster has no GPU pools")
+}
+
 test_use_gputype_keeps_pools_whose_model_or_product_contains_a_type if {
 	d := gpuadmit.decision with input as pod_input([mem("main", 3000)], {"useTypes": ["a100", "V100"]})
 	pools_of(d, "main") == ["a100-mig", "a100-whole"]

@@ -1,4 +1,4 @@
-package node
+package ociimage
 
 import (
 	"archive/tar"
@@ -21,7 +21,7 @@ func TestImageArchive(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	im := Image{Name: "gpuadmit.local/tool:v1", Files: map[string]string{"/usr/bin/tool": bin}, Symlinks: map[string]string{"/bin/t": "/usr/bin/tool"}, Entrypoint: []string{"/usr/bin/tool"}, Scratch: []string{"/tmp"}}
+	im := Image{Name: "gpuadmit.local/tool:v1", Files: map[string]string{"/usr/bin/tool": bin}, Symlinks: map[string]string{"/bin/t": "/usr/bin/tool"}, Entrypoint: []string{"/usr/bin/tool"}, Scratch: []string{"/tmp"}, User: "65532:65532"}
 	var buf bytes.Buffer
 	if err := im.WriteArchive(&buf); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,18 @@ func TestImageArchive(t *testing.T) {
 	if err := json.Unmarshal(blob(t, files, index.Manifests[0]), &manifest); err != nil {
 		t.Fatal(err)
 	}
-	blob(t, files, manifest.Config)
+	var config struct {
+		Config struct {
+			Entrypoint []string
+			User       string
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(blob(t, files, manifest.Config), &config); err != nil {
+		t.Fatal(err)
+	}
+	if config.Config.User != im.User || !cmp.Equal(config.Config.Entrypoint, im.Entrypoint) {
+		t.Errorf("config %+v, want user %s and entrypoint %v", config.Config, im.User, im.Entrypoint)
+	}
 	if len(manifest.Layers) != 1 {
 		t.Fatalf("layers %v", manifest.Layers)
 	}
@@ -101,5 +112,22 @@ func layerEntries(t *testing.T, b []byte) []string {
 		default:
 			entries = append(entries, fmt.Sprintf("%s %o", h.Name, h.Mode))
 		}
+	}
+}
+
+func TestParseLDD(t *testing.T) {
+	out := "\tlinux-vdso.so.1 (0x00007ffc8a9f2000)\n" +
+		"\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f2b1c000000)\n" +
+		"\t/lib64/ld-linux-x86-64.so.2 (0x00007f2b1c3f0000)\n"
+	got, err := parseLDD(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/lib/x86_64-linux-gnu/libc.so.6": "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2": "/lib64/ld-linux-x86-64.so.2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("libraries (-want +got):\n%s", diff)
+	}
+	if _, err := parseLDD("\tlibnvidia-ml.so.1 => not found\n"); err == nil {
+		t.Error("a library ldd cannot find is not an error")
 	}
 }
