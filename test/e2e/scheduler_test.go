@@ -25,18 +25,14 @@ import (
 
 const gpuadmitScheduler = "gpuadmit-scheduler"
 
-var (
-	schedulerOnce sync.Once
-	schedulerErr  error
-)
-
-// useGPUAdmitScheduler starts gpuadmit-scheduler once for the package's tests.
+// useGPUAdmitScheduler runs gpuadmit-scheduler, leading, for one test
+// (ownScheduler): its end and the record's return of every pool to the
+// stock scheduler are the test's cleanup, so no test after it, in whatever
+// order they run, finds its pools owned by a scheduler that bare pods may
+// not use.
 func useGPUAdmitScheduler(t *testing.T) {
 	t.Helper()
-	schedulerOnce.Do(func() { schedulerErr = startGPUAdmitScheduler() })
-	if schedulerErr != nil {
-		t.Fatalf("step gpuadmit-scheduler: %v", schedulerErr)
-	}
+	ownScheduler(t, context.Background(), gpuadmitScheduler, true)
 }
 
 var (
@@ -61,23 +57,6 @@ func gpuadmitSchedulerBin() (string, error) {
 		}
 	})
 	return schedulerBin, schedulerBuildErr
-}
-
-func startGPUAdmitScheduler() error {
-	bin, err := gpuadmitSchedulerBin()
-	if err != nil {
-		return err
-	}
-	config, err := shippedProfile()
-	if err != nil {
-		return err
-	}
-	// Leader election as shipped: its Lease is what tells gpuadmit's webhook
-	// that gpuadmit-scheduler runs, and from then on the webhook gives it
-	// every GPU pool (TestSchedulerOwnsThePoolsWhileItRuns). The Scheduler
-	// tests come last in the package, so the tests before them see the stock
-	// scheduler own the pools.
-	return env.StartScheduler(bin, gpuadmitScheduler, "system:serviceaccount:gpuadmit-system:gpuadmit-scheduler", config)
 }
 
 // shippedProfile is the KubeSchedulerConfiguration in deploy/scheduler's ConfigMap.
