@@ -3,7 +3,8 @@
 # per version, into test/e2e/.bin/<k8s version>/ (git-ignored), beside the
 # control plane that hack/e2e-binaries.sh builds there:
 #   kubelet            from k8s.io/kubernetes (test/e2e/tools, as the control plane)
-#   containerd, containerd-shim-runc-v2, ctr, runc, cni/loopback
+#   containerd, containerd-shim-runc-v2, ctr, runc, cni/loopback,
+#   nvidia-container-runtime, nvidia-cdi-hook
 #                      from the modules pinned in test/e2e/tools/node/go.mod
 #   pause              test/e2e/node/pause, the sandbox image's only file
 # It installs Debian's libseccomp-dev (runc links libseccomp) and
@@ -66,6 +67,17 @@ build runc "$runc" "$tools/node" env CGO_ENABLED=1 \
 cni=$(mod github.com/containernetworking/plugins)
 build cni/loopback "$cni" "$tools/node" env CGO_ENABLED=0 \
   go build -trimpath -ldflags "-s -w" -o "$out/cni/loopback.tmp" github.com/containernetworking/plugins/plugins/main/loopback
+
+# NVIDIA's container toolkit, at the version gpuadmit's go.mod pins (nvcdi):
+# nvidia-container-runtime, registered in containerd by the tests that need
+# it (cdi mode only: legacy mode execs nvidia-container-cli, which is
+# libnvidia-container, C, and not built here), and nvidia-cdi-hook, which
+# the CDI specs' hooks run. Both link go-nvml, which dlopens NVML (cgo).
+ctk=$(mod github.com/NVIDIA/nvidia-container-toolkit)
+for c in nvidia-container-runtime nvidia-cdi-hook; do
+  build "$c" "$ctk" "$tools/node" env CGO_ENABLED=1 \
+    go build -trimpath -ldflags "-s -w -X github.com/NVIDIA/nvidia-container-toolkit/internal/info.version=${ctk#v}" -o "$out/$c.tmp" "github.com/NVIDIA/nvidia-container-toolkit/cmd/$c"
+done
 
 # The pause binary changes with its source, so its version is the source's hash.
 build pause "$(sha256sum "$root/test/e2e/node/pause/main.go" | cut -c1-16)" "$root" env CGO_ENABLED=0 \
