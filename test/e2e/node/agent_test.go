@@ -1,0 +1,418 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
+	"github.com/gpuadmit/gpuadmit/pkg/agent"
+	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
+)
+
+// The GPU pods run in kube-system, which gpuadmit's webhook (running in
+// this control plane) leaves alone by its namespaceSelector: they are
+// written as the webhook would have rewritten them (the final resource
+// gpuadmit.io/gpu-mem; a claim of package claim's spec), so what is tested
+// is the node side alone.
+const gpuNamespace = metav1.NamespaceSystem
+
+const h100 = "h100-80gb-hbm3-raw.txt"
+
+// The device-plugin DaemonSet and what selects the node for it.
+var devicePluginAgent = struct {
+	dir, name string
+	labels    map[string]string
+}{"deploy/agent", "gpuadmit-agent", map[string]string{"gpuadmit.io/node-mode": "device-plugin", "nvidia.com/gpu.present": "true"}}
+
+var draAgent = struct {
+	dir, name string
+	labels    map[string]string
+}{"deploy/dra", "gpuadmit-agent-dra", map[string]string{"gpuadmit.io/node-mode": "dra"}}
+
+// In device-plugin mode, the agent runs as deploy/agent's DaemonSet and
+// each of two pods asking a whole GPU's shares gets one GPU through the CDI
+// device Allocate names: inside the container, that GPU's device node and
+// no other GPU's, the control and UVM nodes, the driver's libraries
+// mounted and linked by the real nvidia-cdi-hook, and the variables of the
+// spec and of Allocate; the two pods' GPUs differ, and a pod asking none
+// sees nothing of the driver.
+func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100, h100)
+	deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
+	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
+	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
+
+	seen := map[int]string{}
+	for _, name := range []string{"dp-gpu-a", "dp-gpu-b"} {
+		pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+		runPod(t, n, pod)
+		got := containerView(t, n, pod)
+		i := allocatedGPU(t, n, gpus, pod)
+		want := gpuView(gpus, i, "NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64",
+			fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", r.MemoryMiB()/sharesPerGPU*sharesPerGPU))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("pod %s, given GPU %d (%s), sees (-want +got):\n%s", name, i, gpus.UUIDs[i], diff)
+		}
+		if other, ok := seen[i]; ok {
+			t.Errorf("pods %s and %s both got GPU %d; each asked a whole GPU's shares", other, name, i)
+		}
+		seen[i] = name
+	}
+	noGPU(t, n)
+}
+
+// In DRA mode, the agent runs as deploy/dra's DaemonSet and publishes its
+// GPUs in a ResourceSlice; each of two pods whose claim asks more than half
+// a GPU's memory gets the GPU the scheduler allocated, through the claim's
+// CDI spec the agent wrote: inside the container, that GPU's device node
+// and no other's, the control and UVM nodes, the driver's libraries
+// mounted and linked by the real nvidia-cdi-hook, and the variables, the
+// memory limit being the capacity the claim consumed.
+func TestKubeletDRAGivesItsGPU(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100, h100)
+	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
+	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
+
+	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mib := r.MemoryMiB()/2 + 1 // two cannot share a GPU
+	tmpl := claim.Template(gpuNamespace, mib)
+	// Only gpuadmit writes claims of its DeviceClasses (deploy/dra's
+	// ValidatingAdmissionPolicy gpuadmit-dra-claims, checked by user name):
+	// the template is the one gpuadmit's controller writes for the share
+	// (package claim), created with that identity (its RBAC is not
+	// installed here, hence the group).
+	cfg := rest.CopyConfig(n.Cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:gpuadmit-system:gpuadmit-controller", Groups: []string{"system:masters", "system:authenticated"}}
+	asController, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asController.ResourceV1().ResourceClaimTemplates(gpuNamespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Client.ResourceV1().ResourceClaimTemplates(gpuNamespace).Delete(ctx, tmpl.Name, metav1.DeleteOptions{})
+	})
+	seen := map[int]string{}
+	for _, name := range []string{"dra-gpu-a", "dra-gpu-b"} {
+		pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
+		// As the webhook writes a share on a DRA pool (pkg/mutate's addClaims).
+		pod.Labels = map[string]string{claim.LabelShare: "true"}
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: claim.PodClaimPrefix + "main", ResourceClaimTemplateName: ptr.To(tmpl.Name)}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: claim.PodClaimPrefix + "main"}}
+		runPod(t, n, pod)
+		got := containerView(t, n, pod)
+		i, consumed := claimedGPU(ctx, t, n, pod)
+		want := gpuView(gpus, i, "NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64",
+			fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", consumed))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("pod %s, given GPU %d (%s), sees (-want +got):\n%s", name, i, gpus.UUIDs[i], diff)
+		}
+		if consumed < mib {
+			t.Errorf("pod %s's claim consumed %d MiB, less than the %d MiB it asked", name, consumed, mib)
+		}
+		if other, ok := seen[i]; ok {
+			t.Errorf("pods %s and %s both got GPU %d; each asked more than half of it", other, name, i)
+		}
+		seen[i] = name
+	}
+	noGPU(t, n)
+}
+
+// agentImage builds and imports the agent's image once for all tests.
+var agentImage struct {
+	once sync.Once
+	err  error
+}
+
+func newFakeGPUs(t *testing.T, n *Node, readings ...string) *FakeGPUs {
+	t.Helper()
+	agentImage.once.Do(func() { agentImage.err = n.BuildAgentImage(root) })
+	if agentImage.err != nil {
+		t.Fatal(agentImage.err)
+	}
+	if err := n.WaitServiceAccount(context.Background(), gpuNamespace); err != nil {
+		t.Fatal(err)
+	}
+	gpus, err := n.NewFakeGPUs(root, readings...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gpus.Unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	return gpus
+}
+
+// deployAgent runs the agent's DaemonSet until the test ends; where it did
+// not come up, the agent's log says why.
+func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, gpus *FakeGPUs) *Agent {
+	t.Helper()
+	ctx := context.Background()
+	a, err := n.DeployAgent(ctx, root, dir, name, gpus, labels)
+	if a != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("agent log:\n%s", agentLog(n, a))
+			}
+			if err := n.RemoveAgent(ctx, a, labels); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func agentLog(n *Node, a *Agent) string {
+	ctx := context.Background()
+	pods, err := n.Client.CoreV1().Pods(a.DaemonSet.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(a.DaemonSet.Spec.Selector)})
+	if err != nil || len(pods.Items) == 0 {
+		return fmt.Sprintf("no agent pod: %v", err)
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		logs, err := n.Logs(ctx, p.Namespace, p.Name, "agent")
+		fmt.Fprintf(&b, "--- %s (%s) %v\n%s", p.Name, podState(&p), err, lastLines(logs, 60))
+	}
+	return b.String()
+}
+
+func lastLines(s string, k int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-k):], "\n")
+}
+
+// runPod creates the pod, deletes it when the test ends, and waits until it runs.
+func runPod(t *testing.T, n *Node, pod *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := n.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deletePod(t, n, pod) })
+	if _, err := n.WaitPod(ctx, pod.Namespace, pod.Name, 2*time.Minute, Running); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// viewScript prints what a container sees of a GPU driver, one fact a
+// line: each NVIDIA device node with its major:minor (hex, as stat
+// prints it), each file and link in /usr/lib64, the variables NVIDIA's
+// and gpuadmit's specs set, and what the specs' hooks wrote in the
+// container: the ld.so.cache of update-ldcache (the host's ldconfig, run
+// in the container's root: the image needs none), and
+// update-application-profile's profile, whose mask holds the minor of each
+// GPU device node the hook found in the container's /dev.
+const viewScript = `for f in /dev/nvidia*; do [ -e "$f" ] && stat -c "dev %n %t:%T" "$f"; done
+for f in /usr/lib64/*; do if [ -L "$f" ]; then echo "link $f -> $(readlink "$f")"; elif [ -e "$f" ]; then echo "file $f"; fi; done
+env | grep -E '^(NVIDIA_|GPUADMIT_|CUDA_)' | sed 's/^/env /'
+[ -s /etc/ld.so.cache ] && echo "ld.so.cache"
+f=/etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf; [ -e "$f" ] && echo "profile $(cat "$f")"
+true`
+
+// containerView runs viewScript in the pod's container, its lines sorted.
+func containerView(t *testing.T, n *Node, pod *corev1.Pod) []string {
+	t.Helper()
+	out, err := n.Exec(context.Background(), pod.Namespace, pod.Name, "main", "sh", "-c", viewScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return l == "" })
+	slices.Sort(lines)
+	t.Logf("pod %s sees:\n%s", pod.Name, strings.Join(lines, "\n"))
+	return lines
+}
+
+// gpuView is what a container given GPU i of gpus sees: the device nodes
+// of GPU i, nvidiactl and UVM (majors and minors as fakegpu made them),
+// the driver's libraries the spec mounts, the libcuda.so link the spec's
+// create-symlinks hook makes, the cache update-ldcache's run of the
+// host's ldconfig writes (/usr/lib64 is among the system directories it
+// assumes for a non-Debian image, so it adds no ld.so.conf.d entry), the application
+// profile naming GPU i alone, and env.
+func gpuView(gpus *FakeGPUs, i int, env ...string) []string {
+	dev := func(name string, major, minor int) string {
+		return fmt.Sprintf("dev /dev/%s %x:%x", name, major, minor)
+	}
+	lines := []string{
+		dev(fmt.Sprintf("nvidia%d", i), fakegpu.MajorGPU, i),
+		dev("nvidiactl", fakegpu.MajorGPU, 255),
+		dev("nvidia-uvm", fakegpu.MajorUVM, 0),
+		dev("nvidia-uvm-tools", fakegpu.MajorUVM, 1),
+		"link /usr/lib64/libcuda.so -> libcuda.so.1",
+		"ld.so.cache",
+		fmt.Sprintf(`profile {"profiles":[{"name":"_container_","settings":["EGLVisibleDGPUDevices",0x%x]}],"rules":[{"pattern":[],"profile":"_container_"}]}`, 1<<i),
+	}
+	for _, lib := range []string{"libcuda.so", "libnvidia-ml.so", "libnvidia-ptxjitcompiler.so"} {
+		lines = append(lines, "file "+filepath.Join("/usr/lib64", filepath.Base(gpus.Lib(lib))))
+	}
+	for _, e := range env {
+		lines = append(lines, "env "+e)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// noGPU runs a pod that asks no GPU and checks that it sees nothing of the
+// driver: the view is empty.
+func noGPU(t *testing.T, n *Node) {
+	t.Helper()
+	pod := BusyboxPod(gpuNamespace, "no-gpu", "sleep", "3600")
+	runPod(t, n, pod)
+	if got := containerView(t, n, pod); len(got) != 0 {
+		t.Errorf("a pod asking no GPU sees %q", got)
+	}
+}
+
+// waitAllocatable waits until the node offers count of resource.
+func waitAllocatable(ctx context.Context, t *testing.T, n *Node, res corev1.ResourceName, count int64) {
+	t.Helper()
+	var last resource.Quantity
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		node, err := n.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if last = node.Status.Allocatable[res]; last.Value() == count {
+			return
+		}
+	}
+	t.Fatalf("node %s allocatable %s = %s after a minute, want %d", n.Name, res, last.String(), count)
+}
+
+// allocatedGPU is the index of the GPU whose shares the kubelet gave the
+// pod's container, read from the kubelet's device-plugin checkpoint.
+func allocatedGPU(t *testing.T, n *Node, gpus *FakeGPUs, pod *corev1.Pod) int {
+	t.Helper()
+	got, err := n.Client.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(KubeletDir, "device-plugins", "kubelet_internal_checkpoint"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp struct {
+		Data struct {
+			PodDeviceEntries []struct {
+				PodUID, ContainerName, ResourceName string
+				DeviceIDs                           map[string][]string
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &cp); err != nil {
+		t.Fatalf("kubelet's device-plugin checkpoint: %v", err)
+	}
+	uuids := map[string]bool{}
+	for _, e := range cp.Data.PodDeviceEntries {
+		if e.PodUID != string(got.UID) || e.ResourceName != agent.ResourceShare {
+			continue
+		}
+		for _, ids := range e.DeviceIDs {
+			for _, id := range ids {
+				uuid, _, err := agent.ParseDeviceID(id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				uuids[uuid] = true
+			}
+		}
+	}
+	if len(uuids) != 1 {
+		t.Fatalf("the kubelet gave pod %s devices of %d GPUs (%v), want 1", pod.Name, len(uuids), uuids)
+	}
+	for uuid := range uuids {
+		if i := slices.Index(gpus.UUIDs, uuid); i >= 0 {
+			return i
+		}
+		t.Fatalf("pod %s got GPU %s, none of the node's %v", pod.Name, uuid, gpus.UUIDs)
+	}
+	return -1
+}
+
+// waitSliceDevices waits until the DRA driver publishes count GPUs of the node.
+func waitSliceDevices(ctx context.Context, t *testing.T, n *Node, count int) {
+	t.Helper()
+	var last int
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		slices, err := n.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		last = 0
+		for _, s := range slices.Items {
+			if s.Spec.Driver == dra.DriverName && ptr.Deref(s.Spec.NodeName, "") == n.Name {
+				last += len(s.Spec.Devices)
+			}
+		}
+		if last == count {
+			return
+		}
+	}
+	t.Fatalf("ResourceSlices of %s on %s hold %d devices after a minute, want %d", dra.DriverName, n.Name, last, count)
+}
+
+// claimedGPU is the index of the GPU the scheduler allocated to the pod's
+// claim, and the memory (MiB) the claim consumed of it.
+func claimedGPU(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) (int, int64) {
+	t.Helper()
+	got, err := n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.ResourceClaimStatuses) != 1 || got.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+		t.Fatalf("pod %s's claim statuses: %+v", pod.Name, got.Status.ResourceClaimStatuses)
+	}
+	c, err := n.Client.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, *got.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Status.Allocation == nil || len(c.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("claim %s allocation: %+v", c.Name, c.Status.Allocation)
+	}
+	res := c.Status.Allocation.Devices.Results[0]
+	i, err := strconv.Atoi(strings.TrimPrefix(res.Device, "gpu-"))
+	if err != nil || dra.GPUDeviceName(i) != res.Device {
+		t.Fatalf("claim %s got device %q, not a whole GPU's", c.Name, res.Device)
+	}
+	mem := res.ConsumedCapacity[allocator.DRACapacityMemory]
+	return i, mem.Value() >> 20
+}
