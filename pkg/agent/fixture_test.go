@@ -37,7 +37,9 @@ func readReading(t *testing.T, file string) reading {
 func (r reading) device(uuid string) *device { return r.Device(uuid) }
 
 // names is the ProfileNamer of the GPU the reading came from.
-func (r reading) names(dev nvml.Device, index int) (string, nvml.Return) { return r.ProfileName(dev, index) }
+func (r reading) names(dev nvml.Device, index int) (string, nvml.Return) {
+	return r.ProfileName(dev, index)
+}
 
 // fakeNVML is a node's NVML: its devices, and an event set whose events a
 // test sends. Wait returns a timeout after a short real pause when nothing
