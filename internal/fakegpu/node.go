@@ -46,10 +46,19 @@ type Control struct {
 	// critical XID 79 ("GPU has fallen off the bus") for each when it
 	// joins the list. A GPU that leaves the list answers again.
 	Lost []string `json:"lost"`
+	// Failed are the UUIDs of GPUs that had a critical error but still
+	// answer: the health event set reports a critical XID 48 (a
+	// double-bit ECC error) for each when it joins the list.
+	Failed []string `json:"failed,omitempty"`
 }
 
-// XidFallenOffTheBus is the XID NVML reports for a GPU that is lost.
-const XidFallenOffTheBus = 79
+// XIDs the fake NVML's event set reports.
+const (
+	// XidFallenOffTheBus is the XID NVML reports for a GPU that is lost.
+	XidFallenOffTheBus = 79
+	// XidDoubleBitECC is a critical XID of a GPU that still answers.
+	XidDoubleBitECC = 48
+)
 
 // Node is the NVML of a node of fake GPUs: go-nvml's mock taught every
 // call the agent's discovery and health watching, nvcdi and go-nvlib make.
@@ -64,7 +73,7 @@ type Node struct {
 	poll time.Duration
 
 	mu       sync.Mutex
-	reported map[string]bool // lost GPUs the event set has reported
+	reported map[string]uint64 // the XID the event set last reported of each GPU in Lost or Failed
 }
 
 // Load reads a node's configuration from path and builds its NVML.
@@ -86,7 +95,7 @@ func New(c Config, dir string) (*Node, error) {
 	if c.Readings == "" || len(c.GPUs) == 0 {
 		return nil, errors.New("fake NVML configuration: readings and at least one GPU are required")
 	}
-	n := &Node{poll: 500 * time.Millisecond, reported: map[string]bool{}}
+	n := &Node{poll: 500 * time.Millisecond, reported: map[string]uint64{}}
 	if c.Control != "" {
 		n.control = relative(dir, c.Control)
 	}
@@ -161,8 +170,8 @@ func (n *Node) wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
 }
 
 // apply reads the control file and sets each GPU lost or not; it returns
-// the XID event of one GPU that is lost and was not reported yet. A
-// control file that is missing or unreadable changes nothing.
+// the XID event of one GPU that is lost or failed and was not reported so
+// yet. A control file that is missing or unreadable changes nothing.
 func (n *Node) apply() (nvml.EventData, bool) {
 	if n.control == "" {
 		return nvml.EventData{}, false
@@ -181,11 +190,19 @@ func (n *Node) apply() (nvml.EventData, bool) {
 	for _, d := range n.Devices {
 		lost := slices.Contains(c.Lost, d.UUID)
 		d.Lost.Store(lost)
-		if !lost {
+		var xid uint64
+		switch {
+		case lost:
+			xid = XidFallenOffTheBus
+		case slices.Contains(c.Failed, d.UUID):
+			xid = XidDoubleBitECC
+		default:
 			delete(n.reported, d.UUID)
-		} else if !n.reported[d.UUID] && ev == nil {
-			n.reported[d.UUID] = true
-			ev = &nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: XidFallenOffTheBus}
+			continue
+		}
+		if n.reported[d.UUID] != xid && ev == nil {
+			n.reported[d.UUID] = xid
+			ev = &nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: xid}
 		}
 	}
 	if ev == nil {

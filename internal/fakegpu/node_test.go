@@ -52,12 +52,21 @@ func TestControlFileLosesAGPU(t *testing.T) {
 	if _, ret := h200.GetMemoryInfo(); ret != nvml.ERROR_GPU_IS_LOST {
 		t.Errorf("lost GPU's GetMemoryInfo = %v, want ERROR_GPU_IS_LOST", ret)
 	}
+	if err := WriteControl(control, Control{Failed: []string{"GPU-h200"}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, ret = set.Wait(1)
+	if ret != nvml.SUCCESS || ev.EventData != XidDoubleBitECC || ev.Device != h200 {
+		t.Errorf("Wait after GPU-h200 failed = %+v, %v; want XID 48 of GPU-h200", ev, ret)
+	}
+	if _, ret := h200.GetMemoryInfo(); ret != nvml.SUCCESS {
+		t.Errorf("GetMemoryInfo of a failed GPU that came back from the bus = %v, want success", ret)
+	}
 	if err := WriteControl(control, Control{}); err != nil {
 		t.Fatal(err)
 	}
-	set.Wait(1)
-	if _, ret := h200.GetMemoryInfo(); ret != nvml.SUCCESS {
-		t.Errorf("GetMemoryInfo after the GPU came back = %v, want success", ret)
+	if _, ret := set.Wait(1); ret != nvml.ERROR_TIMEOUT {
+		t.Errorf("Wait once every GPU is well = %v, want a timeout", ret)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -415,4 +416,136 @@ func claimedGPU(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) (in
 	}
 	mem := res.ConsumedCapacity[allocator.DRACapacityMemory]
 	return i, mem.Value() >> 20
+}
+
+// A GPU that falls off the bus while the device plugin serves it (the fake
+// NVML's control file: its queries answer ERROR_GPU_IS_LOST and the health
+// event set reports XID 79) is withdrawn from the kubelet: the node's
+// allocatable shares drop to the other GPU's, and a pod asking a whole
+// GPU's shares gets that other GPU.
+func TestKubeletDevicePluginWithdrawsALostGPU(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100, h100)
+	deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
+	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
+	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
+
+	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Lost: []string{gpus.UUIDs[1]}}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllocatable(ctx, t, n, agent.ResourceShare, sharesPerGPU)
+	pod := BusyboxPod(gpuNamespace, "dp-after-loss", "sleep", "3600")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+	runPod(t, n, pod)
+	if i := allocatedGPU(t, n, gpus, pod); i != 0 {
+		t.Errorf("pod got GPU %d after GPU 1 was lost, want GPU 0", i)
+	}
+}
+
+// A GPU that reports a critical XID (the fake NVML's control file: XID 48,
+// the GPU still answering) while the DRA driver publishes it is tainted in
+// the driver's ResourceSlice (NoSchedule, the driver's unhealthy key), so
+// the scheduler allocates it to no new claim; the other GPU is not. (A GPU
+// lost from the bus is not published at all: its memory is unknown.)
+func TestKubeletDRATaintsAFailedGPU(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100, h100)
+	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
+	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
+
+	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Failed: []string{gpus.UUIDs[1]}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{dra.GPUDeviceName(0): nil, dra.GPUDeviceName(1): {dra.TaintUnhealthy + ":" + string(resourceapi.DeviceTaintEffectNoSchedule)}}
+	var got map[string][]string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if got = deviceTaints(ctx, t, n); cmp.Equal(want, got) {
+			return
+		}
+	}
+	t.Errorf("device taints a minute after GPU 1 failed (-want +got):\n%s", cmp.Diff(want, got))
+}
+
+// deviceTaints are the taints (key:effect) of each device the DRA driver
+// publishes for the node.
+func deviceTaints(ctx context.Context, t *testing.T, n *Node) map[string][]string {
+	t.Helper()
+	list, err := n.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, s := range list.Items {
+		if s.Spec.Driver != dra.DriverName || ptr.Deref(s.Spec.NodeName, "") != n.Name {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			var taints []string
+			for _, tn := range d.Taints {
+				taints = append(taints, tn.Key+":"+string(tn.Effect))
+			}
+			out[d.Name] = taints
+		}
+	}
+	return out
+}
+
+// Restarting the device-plugin agent (its pod deleted, the DaemonSet
+// starting another) leaves a GPU pod running: the same container, never
+// restarted, still seeing its GPU; and the new agent serves the kubelet
+// again, so a new pod gets the other GPU.
+func TestKubeletAgentRestartKeepsGPUPods(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100, h100)
+	a := deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
+	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
+	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
+	share := corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+
+	first := BusyboxPod(gpuNamespace, "dp-before-restart", "sleep", "3600")
+	first.Spec.Containers[0].Resources.Limits = share
+	runPod(t, n, first)
+	before, err := n.Client.CoreV1().Pods(gpuNamespace).Get(ctx, first.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := containerView(t, n, first)
+	i := allocatedGPU(t, n, gpus, first)
+
+	old, err := n.AgentPod(ctx, a, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Client.CoreV1().Pods(old.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// AgentPod passes over the deleted pod while it terminates.
+	restarted, err := n.AgentPod(ctx, a, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restarted.UID == old.UID {
+		t.Fatalf("agent pod %s was not replaced", old.Name)
+	}
+
+	after, err := n.Client.CoreV1().Pods(gpuNamespace).Get(ctx, first.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, c := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
+	if !Running(after) || c.ContainerID != b.ContainerID || c.RestartCount != 0 {
+		t.Errorf("GPU pod after the agent's restart: %s, container %s, %d restarts; before: container %s", podState(after), c.ContainerID, c.RestartCount, b.ContainerID)
+	}
+	if diff := cmp.Diff(view, containerView(t, n, first)); diff != "" {
+		t.Errorf("GPU pod's view after the agent's restart (-before +after):\n%s", diff)
+	}
+	second := BusyboxPod(gpuNamespace, "dp-after-restart", "sleep", "3600")
+	second.Spec.Containers[0].Resources.Limits = share
+	runPod(t, n, second)
+	if j := allocatedGPU(t, n, gpus, second); j == i {
+		t.Errorf("the pod started after the agent's restart got GPU %d, the running pod's", j)
+	}
 }
