@@ -109,31 +109,10 @@ func TestKubeletDRAGivesItsGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	mib := r.MemoryMiB()/2 + 1 // two cannot share a GPU
-	tmpl := claim.Template(gpuNamespace, mib)
-	// Only gpuadmit writes claims of its DeviceClasses (deploy/dra's
-	// ValidatingAdmissionPolicy gpuadmit-dra-claims, checked by user name):
-	// the template is the one gpuadmit's controller writes for the share
-	// (package claim), created with that identity (its RBAC is not
-	// installed here, hence the group).
-	cfg := rest.CopyConfig(n.Cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:gpuadmit-system:gpuadmit-controller", Groups: []string{"system:masters", "system:authenticated"}}
-	asController, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := asController.ResourceV1().ResourceClaimTemplates(gpuNamespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = n.Client.ResourceV1().ResourceClaimTemplates(gpuNamespace).Delete(ctx, tmpl.Name, metav1.DeleteOptions{})
-	})
+	tmpl := shareTemplate(t, n, mib)
 	seen := map[int]string{}
 	for _, name := range []string{"dra-gpu-a", "dra-gpu-b"} {
-		pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
-		// As the webhook writes a share on a DRA pool (pkg/mutate's addClaims).
-		pod.Labels = map[string]string{claim.LabelShare: "true"}
-		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: claim.PodClaimPrefix + "main", ResourceClaimTemplateName: ptr.To(tmpl.Name)}}
-		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: claim.PodClaimPrefix + "main"}}
+		pod := claimPod(name, tmpl)
 		runPod(t, n, pod)
 		got := containerView(t, n, pod)
 		i, consumed := claimedGPU(ctx, t, n, pod)
@@ -151,6 +130,42 @@ func TestKubeletDRAGivesItsGPU(t *testing.T) {
 		seen[i] = name
 	}
 	noGPU(t, n)
+}
+
+// shareTemplate creates gpuadmit's ResourceClaimTemplate of a share of mib
+// MiB in the GPU pods' namespace, until the test ends. Only gpuadmit writes
+// claims of its DeviceClasses (deploy/dra's ValidatingAdmissionPolicy
+// gpuadmit-dra-claims, checked by user name): the template is the one
+// gpuadmit's controller writes for the share (package claim), created with
+// that identity (its RBAC is not installed here, hence the group).
+func shareTemplate(t *testing.T, n *Node, mib int64) string {
+	t.Helper()
+	ctx := context.Background()
+	tmpl := claim.Template(gpuNamespace, mib)
+	cfg := rest.CopyConfig(n.Cluster.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:gpuadmit-system:gpuadmit-controller", Groups: []string{"system:masters", "system:authenticated"}}
+	asController, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asController.ResourceV1().ResourceClaimTemplates(gpuNamespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Client.ResourceV1().ResourceClaimTemplates(gpuNamespace).Delete(ctx, tmpl.Name, metav1.DeleteOptions{})
+	})
+	return tmpl.Name
+}
+
+// claimPod is a busybox pod whose container holds a claim from the
+// template, as the webhook writes a share on a DRA pool (pkg/mutate's
+// addClaims).
+func claimPod(name, template string) *corev1.Pod {
+	pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
+	pod.Labels = map[string]string{claim.LabelShare: "true"}
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: claim.PodClaimPrefix + "main", ResourceClaimTemplateName: ptr.To(template)}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: claim.PodClaimPrefix + "main"}}
+	return pod
 }
 
 // agentImage builds and imports the agent's image once for all tests.
@@ -500,25 +515,67 @@ func deviceTaints(ctx context.Context, t *testing.T, n *Node) map[string][]strin
 // starting another) leaves a GPU pod running: the same container, never
 // restarted, still seeing its GPU; and the new agent serves the kubelet
 // again, so a new pod gets the other GPU.
-func TestKubeletAgentRestartKeepsGPUPods(t *testing.T) {
+func TestKubeletDevicePluginAgentRestartKeepsGPUPods(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
 	gpus := newFakeGPUs(t, n, h100, h100)
 	a := deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
 	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
 	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
-	share := corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
-
-	first := BusyboxPod(gpuNamespace, "dp-before-restart", "sleep", "3600")
-	first.Spec.Containers[0].Resources.Limits = share
+	sharePod := func(name string) *corev1.Pod {
+		pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+		return pod
+	}
+	first := sharePod("dp-before-restart")
 	runPod(t, n, first)
-	before, err := n.Client.CoreV1().Pods(gpuNamespace).Get(ctx, first.Name, metav1.GetOptions{})
+	i := allocatedGPU(t, n, gpus, first)
+	keepsRunning(t, n, a, first, func() {
+		second := sharePod("dp-after-restart")
+		runPod(t, n, second)
+		if j := allocatedGPU(t, n, gpus, second); j == i {
+			t.Errorf("the pod started after the agent's restart got GPU %d, the running pod's", j)
+		}
+	})
+}
+
+// Restarting the DRA driver leaves a GPU pod running, the same container
+// seeing the same GPU, and the new driver prepares a new pod's claim on
+// the other GPU.
+func TestKubeletDRAAgentRestartKeepsGPUPods(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100, h100)
+	a := deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
+	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
+	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := containerView(t, n, first)
-	i := allocatedGPU(t, n, gpus, first)
+	tmpl := shareTemplate(t, n, r.MemoryMiB()/2+1) // two cannot share a GPU
+	first := claimPod("dra-before-restart", tmpl)
+	runPod(t, n, first)
+	i, _ := claimedGPU(ctx, t, n, first)
+	keepsRunning(t, n, a, first, func() {
+		second := claimPod("dra-after-restart", tmpl)
+		runPod(t, n, second)
+		if j, _ := claimedGPU(ctx, t, n, second); j == i {
+			t.Errorf("the pod started after the driver's restart got GPU %d, the running pod's", j)
+		}
+	})
+}
 
+// keepsRunning restarts the agent (its pod deleted, the DaemonSet starting
+// another) while pod runs, checks that pod runs on in the same container,
+// never restarted, seeing what it saw, then runs then.
+func keepsRunning(t *testing.T, n *Node, a *Agent, pod *corev1.Pod, then func()) {
+	t.Helper()
+	ctx := context.Background()
+	before, err := n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := containerView(t, n, pod)
 	old, err := n.AgentPod(ctx, a, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -534,8 +591,7 @@ func TestKubeletAgentRestartKeepsGPUPods(t *testing.T) {
 	if restarted.UID == old.UID {
 		t.Fatalf("agent pod %s was not replaced", old.Name)
 	}
-
-	after, err := n.Client.CoreV1().Pods(gpuNamespace).Get(ctx, first.Name, metav1.GetOptions{})
+	after, err := n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,13 +599,8 @@ func TestKubeletAgentRestartKeepsGPUPods(t *testing.T) {
 	if !Running(after) || c.ContainerID != b.ContainerID || c.RestartCount != 0 {
 		t.Errorf("GPU pod after the agent's restart: %s, container %s, %d restarts; before: container %s", podState(after), c.ContainerID, c.RestartCount, b.ContainerID)
 	}
-	if diff := cmp.Diff(view, containerView(t, n, first)); diff != "" {
+	if diff := cmp.Diff(view, containerView(t, n, pod)); diff != "" {
 		t.Errorf("GPU pod's view after the agent's restart (-before +after):\n%s", diff)
 	}
-	second := BusyboxPod(gpuNamespace, "dp-after-restart", "sleep", "3600")
-	second.Spec.Containers[0].Resources.Limits = share
-	runPod(t, n, second)
-	if j := allocatedGPU(t, n, gpus, second); j == i {
-		t.Errorf("the pod started after the agent's restart got GPU %d, the running pod's", j)
-	}
+	then()
 }
