@@ -36,6 +36,12 @@ type GPUConfig struct {
 	Reading string `json:"reading"`
 	// UUID is the GPU's UUID; empty means UUID(index).
 	UUID string `json:"uuid,omitempty"`
+	// MIG puts the GPU in MIG mode with a GPU instance of each profile
+	// named ("3g.40gb", NVML's name without "MIG "), IDs 1, 2, … in order,
+	// each at the first placement of its profile free of the instances
+	// before it; their MIG devices' UUIDs are MIGUUID(index, ID). Empty
+	// leaves the MIG mode the reading's (off in both readings).
+	MIG []string `json:"mig,omitempty"`
 }
 
 // Control is what a test changes while the agent runs, written as JSON to
@@ -50,6 +56,9 @@ type Control struct {
 	// answer: the health event set reports a critical XID 48 (a
 	// double-bit ECC error) for each when it joins the list.
 	Failed []string `json:"failed,omitempty"`
+	// GoneInstances are GPU instances deleted from GPUs in MIG mode, by
+	// GPU UUID: NVML lists them no more, nor their MIG devices.
+	GoneInstances map[string][]uint32 `json:"goneInstances,omitempty"`
 }
 
 // XIDs the fake NVML's event set reports.
@@ -113,7 +122,13 @@ func New(c Config, dir string) (*Node, error) {
 		if uuid == "" {
 			uuid = UUID(i)
 		}
-		n.Devices = append(n.Devices, r.Device(uuid))
+		d := r.Device(uuid)
+		if len(g.MIG) > 0 {
+			if err := d.enableMIG(i, g.MIG); err != nil {
+				return nil, fmt.Errorf("fake NVML configuration: gpus[%d].mig: %w", i, err)
+			}
+		}
+		n.Devices = append(n.Devices, d)
 	}
 	n.teach()
 	return n, nil
@@ -127,7 +142,12 @@ func relative(dir, p string) string {
 }
 
 func (n *Node) teach() {
-	n.DeviceGetCountFunc = func() (int, nvml.Return) { return len(n.Devices), nvml.SUCCESS }
+	// Discovery starts by counting: the control file's changes apply
+	// there too, not only when the health watcher waits for events.
+	n.DeviceGetCountFunc = func() (int, nvml.Return) {
+		n.refresh()
+		return len(n.Devices), nvml.SUCCESS
+	}
 	n.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
 		if i < 0 || i >= len(n.Devices) {
 			return nil, nvml.ERROR_INVALID_ARGUMENT
@@ -169,30 +189,19 @@ func (n *Node) wait(timeoutMs uint32) (nvml.EventData, nvml.Return) {
 	return nvml.EventData{}, nvml.ERROR_TIMEOUT
 }
 
-// apply reads the control file and sets each GPU lost or not; it returns
-// the XID event of one GPU that is lost or failed and was not reported so
-// yet. A control file that is missing or unreadable changes nothing.
+// apply applies the control file (refresh) and returns the XID event of
+// one GPU that is lost or failed and was not reported so yet.
 func (n *Node) apply() (nvml.EventData, bool) {
-	if n.control == "" {
-		return nvml.EventData{}, false
-	}
-	b, err := os.ReadFile(n.control)
-	if err != nil {
-		return nvml.EventData{}, false
-	}
-	var c Control
-	if json.Unmarshal(b, &c) != nil {
+	c, ok := n.refresh()
+	if !ok {
 		return nvml.EventData{}, false
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var ev *nvml.EventData
 	for _, d := range n.Devices {
-		lost := slices.Contains(c.Lost, d.UUID)
-		d.Lost.Store(lost)
 		var xid uint64
 		switch {
-		case lost:
+		case slices.Contains(c.Lost, d.UUID):
 			xid = XidFallenOffTheBus
 		case slices.Contains(c.Failed, d.UUID):
 			xid = XidDoubleBitECC
@@ -200,15 +209,30 @@ func (n *Node) apply() (nvml.EventData, bool) {
 			delete(n.reported, d.UUID)
 			continue
 		}
-		if n.reported[d.UUID] != xid && ev == nil {
+		if n.reported[d.UUID] != xid {
 			n.reported[d.UUID] = xid
-			ev = &nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: xid}
+			return nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: xid}, true
 		}
 	}
-	if ev == nil {
-		return nvml.EventData{}, false
+	return nvml.EventData{}, false
+}
+
+// refresh reads the control file and sets each GPU lost or not and its
+// gone GPU instances. A control file that is missing or unreadable
+// changes nothing (ok false).
+func (n *Node) refresh() (c Control, ok bool) {
+	if n.control == "" {
+		return c, false
 	}
-	return *ev, true
+	b, err := os.ReadFile(n.control)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, false
+	}
+	for _, d := range n.Devices {
+		d.mig.setGone(c.GoneInstances[d.UUID])
+		d.Lost.Store(slices.Contains(c.Lost, d.UUID))
+	}
+	return c, true
 }
 
 // WriteControl writes c to path atomically, as a test changes a running node.

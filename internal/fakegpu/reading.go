@@ -69,6 +69,7 @@ type Device struct {
 	// Lost says the GPU has fallen off the bus.
 	Lost    atomic.Bool
 	reading Reading
+	mig     migState
 }
 
 // Device is a fake GPU answering as the reading's GPU, with the given UUID.
