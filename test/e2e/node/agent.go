@@ -100,21 +100,25 @@ const (
 	agentDriverRoot = "/driver-root"
 )
 
-// NewFakeGPUs makes a driver root in the node's directory with GPUs that
-// answer as the NVML readings named (files in pkg/allocator/testdata/nvml
-// under root), GPU i as readings[i].
-func (n *Node) NewFakeGPUs(root string, readings ...string) (*FakeGPUs, error) {
+// NewFakeGPUs makes a driver root in the node's directory with the GPUs
+// configured, GPU i as gpus[i]: each answers as its NVML reading (a file
+// in pkg/allocator/testdata/nvml under root), its UUID fakegpu.UUID(i).
+func (n *Node) NewFakeGPUs(root string, gpus ...fakegpu.GPUConfig) (*FakeGPUs, error) {
 	dir, err := os.MkdirTemp(n.Dir, "driver-root-")
 	if err != nil {
 		return nil, err
 	}
-	minors := make([]int, len(readings))
-	cfg := fakegpu.Config{Readings: "readings", Control: "control.json"}
+	minors := make([]int, len(gpus))
+	cfg := fakegpu.Config{Readings: "readings", Control: "control.json", GPUs: gpus}
 	g := &FakeGPUs{}
-	for i, r := range readings {
+	readings := map[string]bool{}
+	for i, c := range gpus {
+		if c.UUID != "" {
+			return nil, fmt.Errorf("fake GPU %d: the UUID is fakegpu.UUID(%d), not %q", i, i, c.UUID)
+		}
 		minors[i] = i
-		cfg.GPUs = append(cfg.GPUs, fakegpu.GPUConfig{Reading: r})
 		g.UUIDs = append(g.UUIDs, fakegpu.UUID(i))
+		readings[c.Reading] = true
 	}
 	if g.Root, err = fakegpu.MakeRoot(dir, filepath.Join(n.bin, "nvidia-cdi-hook"), minors...); err != nil {
 		return nil, fmt.Errorf("fake driver root: %w", err)
@@ -123,7 +127,7 @@ func (n *Node) NewFakeGPUs(root string, readings ...string) (*FakeGPUs, error) {
 	if err := os.MkdirAll(filepath.Join(nv, "readings"), 0o755); err != nil {
 		return nil, err
 	}
-	for _, r := range readings {
+	for r := range readings {
 		b, err := os.ReadFile(filepath.Join(root, "pkg/allocator/testdata/nvml", r))
 		if err != nil {
 			return nil, err
@@ -183,9 +187,10 @@ type Agent struct {
 // root, mounted where the manifest mounts the driver root, with the
 // nvidia-cdi-hook in it; and --fake-nvml naming their configuration. It
 // labels the node with labels, so the DaemonSet's selector picks it, and
-// waits until the agent's pod runs. The agent runs as the manifests'
-// ServiceAccount with their RBAC and ValidatingAdmissionPolicies.
-func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, gpus *FakeGPUs, labels map[string]string) (*Agent, error) {
+// waits until the agent's pod runs. args ("--flag=value") are set on the
+// agent too. The agent runs as the manifests' ServiceAccount with their
+// RBAC and ValidatingAdmissionPolicies.
+func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, gpus *FakeGPUs, labels map[string]string, args ...string) (*Agent, error) {
 	objs, err := render(root, dir)
 	if err != nil {
 		return nil, err
@@ -193,7 +198,7 @@ func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, gpu
 	a := &Agent{}
 	for _, o := range objs {
 		if o.GetKind() == "DaemonSet" && o.GetName() == daemonSet {
-			if a.DaemonSet, err = n.testOverlay(o, gpus); err != nil {
+			if a.DaemonSet, err = n.testOverlay(o, gpus, args); err != nil {
 				return nil, err
 			}
 		}
@@ -244,7 +249,7 @@ func render(root, dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // testOverlay edits the DaemonSet o in place as DeployAgent says.
-func (n *Node) testOverlay(o *unstructured.Unstructured, gpus *FakeGPUs) (*appsv1.DaemonSet, error) {
+func (n *Node) testOverlay(o *unstructured.Unstructured, gpus *FakeGPUs, args []string) (*appsv1.DaemonSet, error) {
 	ds := &appsv1.DaemonSet{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ds); err != nil {
 		return nil, err
@@ -269,6 +274,10 @@ func (n *Node) testOverlay(o *unstructured.Unstructured, gpus *FakeGPUs) (*appsv
 		"--container-driver-root": agentDriverRoot,
 		"--nvidia-cdi-hook-path":  gpus.HookPath,
 		"--fake-nvml":             filepath.Join(agentDriverRoot, fakeNVMLDir, "config.json"),
+	}
+	for _, a := range args {
+		name, value, _ := strings.Cut(a, "=")
+		set[name] = value
 	}
 	c.Args = slices.DeleteFunc(c.Args, func(a string) bool {
 		name, _, _ := strings.Cut(a, "=")

@@ -40,6 +40,9 @@ const gpuNamespace = metav1.NamespaceSystem
 
 const h100 = "h100-80gb-hbm3-raw.txt"
 
+// h100GPU is a fake GPU answering as the H100 reading, MIG off.
+var h100GPU = fakegpu.GPUConfig{Reading: h100}
+
 // The device-plugin DaemonSet and what selects the node for it.
 var devicePluginAgent = struct {
 	dir, name string
@@ -61,7 +64,7 @@ var draAgent = struct {
 func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100, h100)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
 	deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
 	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
 	if err != nil {
@@ -100,7 +103,7 @@ func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 func TestKubeletDRAGivesItsGPU(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100, h100)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
 	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
 	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
 
@@ -174,7 +177,7 @@ var agentImage struct {
 	err  error
 }
 
-func newFakeGPUs(t *testing.T, n *Node, readings ...string) *FakeGPUs {
+func newFakeGPUs(t *testing.T, n *Node, gpus ...fakegpu.GPUConfig) *FakeGPUs {
 	t.Helper()
 	agentImage.once.Do(func() { agentImage.err = n.BuildAgentImage(root) })
 	if agentImage.err != nil {
@@ -183,24 +186,24 @@ func newFakeGPUs(t *testing.T, n *Node, readings ...string) *FakeGPUs {
 	if err := n.WaitServiceAccount(context.Background(), gpuNamespace); err != nil {
 		t.Fatal(err)
 	}
-	gpus, err := n.NewFakeGPUs(root, readings...)
+	g, err := n.NewFakeGPUs(root, gpus...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := gpus.Unmount(); err != nil {
+		if err := g.Unmount(); err != nil {
 			t.Error(err)
 		}
 	})
-	return gpus
+	return g
 }
 
 // deployAgent runs the agent's DaemonSet until the test ends; where it did
 // not come up, the agent's log says why.
-func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, gpus *FakeGPUs) *Agent {
+func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, gpus *FakeGPUs, args ...string) *Agent {
 	t.Helper()
 	ctx := context.Background()
-	a, err := n.DeployAgent(ctx, root, dir, name, gpus, labels)
+	a, err := n.DeployAgent(ctx, root, dir, name, gpus, labels, args...)
 	if errors.Is(err, ErrUnavailable) && os.Getenv("GPUADMIT_REQUIRE_E2E") == "" {
 		t.Skipf("SKIPPED, NOT TESTED: %v", err)
 	}
@@ -445,7 +448,7 @@ func claimedGPU(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) (in
 func TestKubeletDevicePluginWithdrawsALostGPU(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100, h100)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
 	deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
 	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
 	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
@@ -470,21 +473,53 @@ func TestKubeletDevicePluginWithdrawsALostGPU(t *testing.T) {
 func TestKubeletDRATaintsAFailedGPU(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100, h100)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
 	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
 	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
 
 	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Failed: []string{gpus.UUIDs[1]}}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{dra.GPUDeviceName(0): nil, dra.GPUDeviceName(1): {dra.TaintUnhealthy + ":" + string(resourceapi.DeviceTaintEffectNoSchedule)}}
+	waitDevices(ctx, t, n, "a minute after GPU 1 failed", map[string][]string{
+		dra.GPUDeviceName(0): nil,
+		dra.GPUDeviceName(1): {dra.TaintUnhealthy + ":" + string(resourceapi.DeviceTaintEffectNoSchedule)},
+	})
+}
+
+// A GPU instance deleted while the DRA driver publishes its GPU's MIG
+// devices (the fake NVML's control file) leaves the driver's ResourceSlice
+// at the next rediscovery, the other instance and the whole GPU staying.
+// (No pod runs on a MIG device here: a MIG device's CDI edits need the
+// driver's /proc/driver/nvidia-caps, which a machine without the driver
+// lacks, so the NoExecute gone taint of an instance a claim holds is
+// proven by unit tests only.)
+func TestKubeletDRAUnpublishesADeletedMIGInstance(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	mig := fakegpu.GPUConfig{Reading: h100, MIG: []string{"3g.40gb", "3g.40gb"}}
+	gpus := newFakeGPUs(t, n, mig, h100GPU)
+	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus, "--resync=2s")
+	want := map[string][]string{dra.MIGDeviceName(0, "3g.40gb", 1): nil, dra.MIGDeviceName(0, "3g.40gb", 2): nil, dra.GPUDeviceName(1): nil}
+	waitDevices(ctx, t, n, "as published", want)
+
+	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{GoneInstances: map[string][]uint32{gpus.UUIDs[0]: {1}}}); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, dra.MIGDeviceName(0, "3g.40gb", 1))
+	waitDevices(ctx, t, n, "after GPU instance 1 was deleted", want)
+}
+
+// waitDevices waits a minute for the driver's devices and their taints
+// to be want.
+func waitDevices(ctx context.Context, t *testing.T, n *Node, when string, want map[string][]string) {
+	t.Helper()
 	var got map[string][]string
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		if got = deviceTaints(ctx, t, n); cmp.Equal(want, got) {
 			return
 		}
 	}
-	t.Errorf("device taints a minute after GPU 1 failed (-want +got):\n%s", cmp.Diff(want, got))
+	t.Fatalf("devices and their taints %s (-want +got):\n%s", when, cmp.Diff(want, got))
 }
 
 // deviceTaints are the taints (key:effect) of each device the DRA driver
@@ -518,7 +553,7 @@ func deviceTaints(ctx context.Context, t *testing.T, n *Node) map[string][]strin
 func TestKubeletDevicePluginAgentRestartKeepsGPUPods(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100, h100)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
 	a := deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
 	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
 	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
@@ -545,7 +580,7 @@ func TestKubeletDevicePluginAgentRestartKeepsGPUPods(t *testing.T) {
 func TestKubeletDRAAgentRestartKeepsGPUPods(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100, h100)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
 	a := deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
 	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
 	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
