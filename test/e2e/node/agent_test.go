@@ -43,16 +43,62 @@ const h100 = "h100-80gb-hbm3-raw.txt"
 // h100GPU is a fake GPU answering as the H100 reading, MIG off.
 var h100GPU = fakegpu.GPUConfig{Reading: h100}
 
-// The device-plugin DaemonSet and what selects the node for it.
-var devicePluginAgent = struct {
-	dir, name string
-	labels    map[string]string
-}{"deploy/agent", "gpuadmit-agent", map[string]string{"gpuadmit.io/node-mode": "device-plugin", "nvidia.com/gpu.present": "true"}}
+// sharesPerGPU is deploy/agent's --shares-per-gpu.
+const sharesPerGPU = 4
 
-var draAgent = struct {
+// agentMode is one of the agent's DaemonSets, what selects the node for
+// it, and how to tell it offers the node's GPUs.
+type agentMode struct {
 	dir, name string
 	labels    map[string]string
-}{"deploy/dra", "gpuadmit-agent-dra", map[string]string{"gpuadmit.io/node-mode": "dra"}}
+	ready     func(ctx context.Context, t *testing.T, n *Node, gpus *FakeGPUs)
+}
+
+var (
+	devicePluginMode = agentMode{
+		dir: "deploy/agent", name: "gpuadmit-agent",
+		labels: map[string]string{"gpuadmit.io/node-mode": "device-plugin", "nvidia.com/gpu.present": "true"},
+		ready: func(ctx context.Context, t *testing.T, n *Node, gpus *FakeGPUs) {
+			waitAllocatable(ctx, t, n, agent.ResourceShare, int64(len(gpus.UUIDs))*sharesPerGPU)
+		},
+	}
+	draMode = agentMode{
+		dir: "deploy/dra", name: "gpuadmit-agent-dra",
+		labels: map[string]string{"gpuadmit.io/node-mode": "dra"},
+		ready: func(ctx context.Context, t *testing.T, n *Node, gpus *FakeGPUs) {
+			waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
+		},
+	}
+)
+
+// twoH100s runs the agent in mode over two fake H100s, MIG off, until the
+// test ends, and waits until it offers both.
+func twoH100s(t *testing.T, mode agentMode) (*Node, *FakeGPUs, *Agent) {
+	t.Helper()
+	n := requireNode(t)
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
+	a := deployAgent(t, n, mode.dir, mode.name, mode.labels, gpus)
+	mode.ready(context.Background(), t, n, gpus)
+	return n, gpus, a
+}
+
+// h100MiB is the H100 reading's total memory.
+func h100MiB(t *testing.T) int64 {
+	t.Helper()
+	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.MemoryMiB()
+}
+
+// sharePod is a busybox pod asking a whole GPU's shares, as the webhook
+// writes a share on a device-plugin pool.
+func sharePod(name string) *corev1.Pod {
+	pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+	return pod
+}
 
 // In device-plugin mode, the agent runs as deploy/agent's DaemonSet and
 // each of two pods asking a whole GPU's shares gets one GPU through the CDI
@@ -62,26 +108,16 @@ var draAgent = struct {
 // spec and of Allocate; the two pods' GPUs differ, and a pod asking none
 // sees nothing of the driver.
 func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
-	n := requireNode(t)
-	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
-	deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
-	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
-	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
-
+	n, gpus, _ := twoH100s(t, devicePluginMode)
+	memoryMiB := h100MiB(t)
 	seen := map[int]string{}
 	for _, name := range []string{"dp-gpu-a", "dp-gpu-b"} {
-		pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
-		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+		pod := sharePod(name)
 		runPod(t, n, pod)
 		got := containerView(t, n, pod)
 		i := allocatedGPU(t, n, gpus, pod)
 		want := gpuView(gpus, i, "NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64",
-			fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", r.MemoryMiB()/sharesPerGPU*sharesPerGPU))
+			fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", memoryMiB/sharesPerGPU*sharesPerGPU))
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("pod %s, given GPU %d (%s), sees (-want +got):\n%s", name, i, gpus.UUIDs[i], diff)
 		}
@@ -101,17 +137,9 @@ func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 // mounted and linked by the real nvidia-cdi-hook, and the variables, the
 // memory limit being the capacity the claim consumed.
 func TestKubeletDRAGivesItsGPU(t *testing.T) {
-	n := requireNode(t)
+	n, gpus, _ := twoH100s(t, draMode)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
-	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
-	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
-
-	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mib := r.MemoryMiB()/2 + 1 // two cannot share a GPU
+	mib := h100MiB(t)/2 + 1 // two cannot share a GPU
 	tmpl := shareTemplate(t, n, mib)
 	seen := map[int]string{}
 	for _, name := range []string{"dra-gpu-a", "dra-gpu-b"} {
@@ -446,19 +474,13 @@ func claimedGPU(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) (in
 // allocatable shares drop to the other GPU's, and a pod asking a whole
 // GPU's shares gets that other GPU.
 func TestKubeletDevicePluginWithdrawsALostGPU(t *testing.T) {
-	n := requireNode(t)
+	n, gpus, _ := twoH100s(t, devicePluginMode)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
-	deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
-	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
-	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
-
 	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Lost: []string{gpus.UUIDs[1]}}); err != nil {
 		t.Fatal(err)
 	}
 	waitAllocatable(ctx, t, n, agent.ResourceShare, sharesPerGPU)
-	pod := BusyboxPod(gpuNamespace, "dp-after-loss", "sleep", "3600")
-	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
+	pod := sharePod("dp-after-loss")
 	runPod(t, n, pod)
 	if i := allocatedGPU(t, n, gpus, pod); i != 0 {
 		t.Errorf("pod got GPU %d after GPU 1 was lost, want GPU 0", i)
@@ -471,12 +493,8 @@ func TestKubeletDevicePluginWithdrawsALostGPU(t *testing.T) {
 // the scheduler allocates it to no new claim; the other GPU is not. (A GPU
 // lost from the bus is not published at all: its memory is unknown.)
 func TestKubeletDRATaintsAFailedGPU(t *testing.T) {
-	n := requireNode(t)
+	n, gpus, _ := twoH100s(t, draMode)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
-	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
-	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
-
 	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Failed: []string{gpus.UUIDs[1]}}); err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +516,7 @@ func TestKubeletDRAUnpublishesADeletedMIGInstance(t *testing.T) {
 	ctx := context.Background()
 	mig := fakegpu.GPUConfig{Reading: h100, MIG: []string{"3g.40gb", "3g.40gb"}}
 	gpus := newFakeGPUs(t, n, mig, h100GPU)
-	deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus, "--resync=2s")
+	deployAgent(t, n, draMode.dir, draMode.name, draMode.labels, gpus, "--resync=2s")
 	want := map[string][]string{dra.MIGDeviceName(0, "3g.40gb", 1): nil, dra.MIGDeviceName(0, "3g.40gb", 2): nil, dra.GPUDeviceName(1): nil}
 	waitDevices(ctx, t, n, "as published", want)
 
@@ -551,17 +569,7 @@ func deviceTaints(ctx context.Context, t *testing.T, n *Node) map[string][]strin
 // restarted, still seeing its GPU; and the new agent serves the kubelet
 // again, so a new pod gets the other GPU.
 func TestKubeletDevicePluginAgentRestartKeepsGPUPods(t *testing.T) {
-	n := requireNode(t)
-	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
-	a := deployAgent(t, n, devicePluginAgent.dir, devicePluginAgent.name, devicePluginAgent.labels, gpus)
-	const sharesPerGPU = 4 // deploy/agent's --shares-per-gpu
-	waitAllocatable(ctx, t, n, agent.ResourceShare, 2*sharesPerGPU)
-	sharePod := func(name string) *corev1.Pod {
-		pod := BusyboxPod(gpuNamespace, name, "sleep", "3600")
-		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(sharesPerGPU, resource.DecimalSI)}
-		return pod
-	}
+	n, gpus, a := twoH100s(t, devicePluginMode)
 	first := sharePod("dp-before-restart")
 	runPod(t, n, first)
 	i := allocatedGPU(t, n, gpus, first)
@@ -578,16 +586,9 @@ func TestKubeletDevicePluginAgentRestartKeepsGPUPods(t *testing.T) {
 // seeing the same GPU, and the new driver prepares a new pod's claim on
 // the other GPU.
 func TestKubeletDRAAgentRestartKeepsGPUPods(t *testing.T) {
-	n := requireNode(t)
+	n, _, a := twoH100s(t, draMode)
 	ctx := context.Background()
-	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
-	a := deployAgent(t, n, draAgent.dir, draAgent.name, draAgent.labels, gpus)
-	waitSliceDevices(ctx, t, n, len(gpus.UUIDs))
-	r, err := fakegpu.ReadReading(filepath.Join(root, "pkg/allocator/testdata/nvml", h100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := shareTemplate(t, n, r.MemoryMiB()/2+1) // two cannot share a GPU
+	tmpl := shareTemplate(t, n, h100MiB(t)/2+1) // two cannot share a GPU
 	first := claimPod("dra-before-restart", tmpl)
 	runPod(t, n, first)
 	i, _ := claimedGPU(ctx, t, n, first)
