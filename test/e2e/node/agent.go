@@ -180,8 +180,11 @@ type Agent struct {
 }
 
 // DeployAgent creates every object of the kustomization dir under the
-// repository root (deploy/agent, deploy/dra) as shipped, except what the test node needs of the DaemonSet
-// named daemonSet (the test overlay): AgentImage, never pulled; the host's
+// repository root (deploy/agent, deploy/dra, deploy/overlays/agent-mps)
+// as shipped, but of its DaemonSets only the one named daemonSet (not
+// publish mode's, nor the MPS control daemon's, which runs NVIDIA's
+// daemon), and that one as shipped except what the test node needs (the
+// test overlay): AgentImage, never pulled; the host's
 // network, with KUBERNETES_SERVICE_HOST and _PORT set to the API server's
 // loopback address (there is no kube-proxy); --driver-root the fake GPUs'
 // root, mounted where the manifest mounts the driver root, with the
@@ -207,6 +210,9 @@ func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, gpu
 		return nil, fmt.Errorf("%s renders no DaemonSet %s", dir, daemonSet)
 	}
 	for _, o := range objs {
+		if o.GetKind() == "DaemonSet" && o.GetName() != daemonSet {
+			continue
+		}
 		if err := n.Cluster.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return a, fmt.Errorf("create %s %s: %w", o.GetKind(), o.GetName(), err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -290,12 +291,15 @@ func runPod(t *testing.T, n *Node, pod *corev1.Pod) {
 // container: the ld.so.cache of update-ldcache (the host's ldconfig, run
 // in the container's root: the image needs none), and
 // update-application-profile's profile, whose mask holds the minor of each
-// GPU device node the hook found in the container's /dev.
+// GPU device node the hook found in the container's /dev; and the files of
+// an MPS control daemon's pipe directory and shared memory, where the
+// device plugin mounts them in MPS mode.
 const viewScript = `for f in /dev/nvidia*; do [ -e "$f" ] && stat -c "dev %n %t:%T" "$f"; done
 for f in /usr/lib64/*; do if [ -L "$f" ]; then echo "link $f -> $(readlink "$f")"; elif [ -e "$f" ]; then echo "file $f"; fi; done
 env | grep -E '^(NVIDIA_|GPUADMIT_|CUDA_)' | sed 's/^/env /'
 [ -s /etc/ld.so.cache ] && echo "ld.so.cache"
 f=/etc/nvidia/nvidia-application-profiles-rc.d/10-container.conf; [ -e "$f" ] && echo "profile $(cat "$f")"
+for f in /mps/pipe/* /dev/shm/*; do [ -e "$f" ] && echo "mps $f"; done
 true`
 
 // containerView runs viewScript in the pod's container, its lines sorted.
@@ -538,6 +542,78 @@ func waitDevices(ctx context.Context, t *testing.T, n *Node, when string, want m
 		}
 	}
 	t.Fatalf("devices and their taints %s (-want +got):\n%s", when, cmp.Diff(want, got))
+}
+
+// In MPS mode (deploy/overlays/agent-mps) a pod asking one share is an
+// MPS client of the node's control daemon: besides its GPU as in
+// TestKubeletDevicePluginGivesItsGPU, the daemon's pipe directory at
+// /mps/pipe and its shared memory at /dev/shm, and CUDA_MPS_PIPE_DIRECTORY
+// pointing there. NVIDIA's daemon cannot run without a GPU, so its
+// DaemonSet is left out and the test stands in for it on the host: its
+// directories under /run/gpuadmit/mps, each with a file the container must
+// see, and the limits its control mode records (one share per GPU), without
+// which the agent serves no MPS device. That the daemon holds the limit is
+// proven on hardware only (docs/hardware.md).
+func TestKubeletDevicePluginMPSClientGetsTheDaemon(t *testing.T) {
+	n := requireNode(t)
+	ctx := context.Background()
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
+	unit := h100MiB(t) / sharesPerGPU
+	standInMPSDaemon(t, gpus, unit)
+	labels := maps.Clone(devicePluginMode.labels)
+	labels["gpuadmit.io/mps"] = "true"
+	deployAgent(t, n, "deploy/overlays/agent-mps", devicePluginMode.name, labels, gpus)
+	devicePluginMode.ready(ctx, t, n, gpus)
+
+	pod := BusyboxPod(gpuNamespace, "mps-client", "sleep", "3600")
+	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{agent.ResourceShare: *resource.NewQuantity(1, resource.DecimalSI)}
+	runPod(t, n, pod)
+	got := containerView(t, n, pod)
+	i := allocatedGPU(t, n, gpus, pod)
+	want := gpuView(gpus, i, "NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64",
+		fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", unit), "CUDA_MPS_PIPE_DIRECTORY="+agent.MPSContainerPipeDir)
+	want = append(want, "mps "+agent.MPSContainerPipeDir+"/control", "mps "+agent.MPSContainerShmDir+"/e2e-shm")
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MPS client given GPU %d sees (-want +got):\n%s", i, diff)
+	}
+}
+
+// standInMPSDaemon makes on the host what deploy/agent/mps's control daemon
+// would have: its pipe and shared-memory directories under the agent's
+// default MPS root, with a file in each (named as the daemon's control socket, and
+// e2e-shm), and the limits file its control mode writes, unit MiB for each
+// GPU. It refuses a machine where that root exists, and removes it when
+// the test ends.
+func standInMPSDaemon(t *testing.T, gpus *FakeGPUs, unit int64) {
+	t.Helper()
+	root := agent.DefaultMPSRoot
+	if _, err := os.Stat(root); err == nil {
+		t.Fatalf("%s exists: another MPS control daemon on this machine?", root)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	limits := agent.MPSLimits{}
+	for _, uuid := range gpus.UUIDs {
+		limits[uuid] = unit
+	}
+	b, err := json.Marshal(limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		filepath.Join(agent.MPSPipeDir(root), "control"): nil,
+		filepath.Join(agent.MPSShmDir(root), "e2e-shm"):  nil,
+		filepath.Join(root, "log", "control.log"):        nil,
+		filepath.Join(root, agent.MPSLimitsFile):         b,
+	}
+	for p, content := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // deviceTaints are the taints (key:effect) of each device the DRA driver
