@@ -36,9 +36,12 @@
 // shipped but for a test overlay of the DaemonSet: the image, never
 // pulled; the host's network with KUBERNETES_SERVICE_HOST/_PORT set to the
 // API server's loopback address; --driver-root and the hook path in the
-// fake root and --fake-nvml. The agent runs as the manifests'
-// ServiceAccount under their RBAC and ValidatingAdmissionPolicies. Two
-// things the node needed for it:
+// fake root and --fake-nvml; of a kustomization's DaemonSets only the
+// agent's named one runs (in MPS mode the control daemon's DaemonSet would
+// run NVIDIA's daemon, which needs a GPU: the MPS test writes its host
+// directories and recorded limits instead). The agent runs as the
+// manifests' ServiceAccount under their RBAC and ValidatingAdmissionPolicies.
+// Two things the node needed for it:
 //   - The DaemonSets mount the driver root with HostToContainer
 //     propagation, which containerd refuses on a private mount, and these
 //     machines' / is private (a node's is shared): the fake root is made
