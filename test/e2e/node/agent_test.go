@@ -110,10 +110,47 @@ func sharePod(name string) *corev1.Pod {
 // sees nothing of the driver.
 func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 	n, gpus, _ := twoH100s(t, devicePluginMode)
+	twoPodsTwoGPUs(t, n, gpus, "")
+	noGPU(t, n)
+}
+
+// nvidiaRuntimeClass is the RuntimeClass whose handler is NVIDIA's
+// nvidia-container-runtime in cdi mode with
+// accept-nvidia-visible-devices-envvar-when-unprivileged = false, the
+// setting the README tells nodes to use: the node creates it where
+// hack/node-binaries.sh built that runtime (nvidia.go, on the branch that
+// adds it).
+const nvidiaRuntimeClass = "nvidia"
+
+// Under NVIDIA's runtime with accept-nvidia-visible-devices-envvar-when-
+// unprivileged = false, gpuadmit's device-plugin pods still get exactly
+// their GPU, through the CDI devices the kubelet passes on (the runtime
+// adds nothing for NVIDIA_VISIBLE_DEVICES=void): the documented node
+// setting closes the variable's hole without taking gpuadmit's GPUs away.
+// It skips where the node has no such RuntimeClass.
+func TestKubeletDevicePluginGivesItsGPUUnderNVIDIARuntime(t *testing.T) {
+	n := requireNode(t)
+	if _, err := n.Client.NodeV1().RuntimeClasses().Get(context.Background(), nvidiaRuntimeClass, metav1.GetOptions{}); err != nil {
+		t.Skipf("SKIPPED, NOT TESTED: no RuntimeClass %s (NVIDIA's runtime) on this node: %v", nvidiaRuntimeClass, err)
+	}
+	gpus := newFakeGPUs(t, n, h100GPU, h100GPU)
+	deployAgent(t, n, devicePluginMode.dir, devicePluginMode.name, devicePluginMode.labels, gpus)
+	devicePluginMode.ready(context.Background(), t, n, gpus)
+	twoPodsTwoGPUs(t, n, gpus, nvidiaRuntimeClass)
+}
+
+// twoPodsTwoGPUs runs two pods each asking a whole GPU's shares, under
+// runtimeClass (empty: the node's default, runc), and checks that each
+// sees exactly the GPU the kubelet gave it, and that the two differ.
+func twoPodsTwoGPUs(t *testing.T, n *Node, gpus *FakeGPUs, runtimeClass string) {
+	t.Helper()
 	memoryMiB := h100MiB(t)
 	seen := map[int]string{}
 	for _, name := range []string{"dp-gpu-a", "dp-gpu-b"} {
 		pod := sharePod(name)
+		if runtimeClass != "" {
+			pod.Spec.RuntimeClassName = ptr.To(runtimeClass)
+		}
 		runPod(t, n, pod)
 		got := containerView(t, n, pod)
 		i := allocatedGPU(t, n, gpus, pod)
@@ -127,7 +164,6 @@ func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 		}
 		seen[i] = name
 	}
-	noGPU(t, n)
 }
 
 // In DRA mode, the agent runs as deploy/dra's DaemonSet and publishes its
