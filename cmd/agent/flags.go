@@ -17,6 +17,8 @@ type flags struct {
 	mps                agent.MPSControl
 	mode, output       string
 	discover, printCDI bool
+	// fakeNVML is the test build's --fake-nvml (fakenvml.go); unused otherwise.
+	fakeNVML string
 }
 
 // bindFlags registers every flag of the agent on the command line.
@@ -40,6 +42,7 @@ func bindFlags() *flags {
 	flag.StringVar(&f.dra.RegistrarDir, "dra-registrar-dir", dra.DefaultRegistrarDir, "--mode=dra: the kubelet's plugin registration directory")
 	flag.StringVar(&f.dra.Driver.CDIDir, "cdi-dir", dra.DefaultCDIDir, "where CDI specs are written: the node's GPUs, or in DRA mode the prepared claims")
 	cdiFlags(&f.agent.CDI)
+	bindNVMLFlags(f)
 	flag.Int64Var(&f.dra.Driver.Devices.ShareUnitMiB, "dra-share-unit-mib", 1024, "--mode=dra: the step a claim's GPU memory is rounded up to")
 	return f
 }

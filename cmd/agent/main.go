@@ -29,6 +29,10 @@ func main() {
 	config.RegisterFlags(flag.CommandLine)
 	flag.Parse()
 
+	if err := useNVML(f); err != nil {
+		fmt.Fprintln(os.Stderr, "gpuadmit-agent:", err)
+		os.Exit(1)
+	}
 	o, d, m := f.agent, f.dra, f.mps
 	o.CDIDir = d.Driver.CDIDir
 	if f.discover || f.printCDI {
@@ -57,6 +61,7 @@ func run(ctx context.Context, mode string, o agent.Options, d dra.Options, m age
 		return agent.Run(ctx, cfg, o)
 	case "dra":
 		d.NodeName, d.Resync, d.RecoverAfter, d.CDI = o.NodeName, o.Resync, o.RecoverAfter, o.CDI
+		d.OpenNVML, d.ProfileNames = o.OpenNVML, o.ProfileNames
 		return dra.Run(ctx, cfg, d)
 	}
 	return fmt.Errorf("--mode %q: want device-plugin, dra, publish or mps-control", mode)

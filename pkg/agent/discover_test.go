@@ -38,8 +38,8 @@ func TestDiscoverReadings(t *testing.T) {
 		r := readReading(t, tc.file)
 		m := catalogModel(t, tc.model)
 		want := []GPU{{
-			Index: 0, UUID: "GPU-real", Product: r.name, Model: m.Name, Known: true,
-			MemoryMiB: r.memoryMiB, MIGMode: MIGDisabled, Profiles: m.Profiles, Healthy: true,
+			Index: 0, UUID: "GPU-real", Product: r.Name(), Model: m.Name, Known: true,
+			MemoryMiB: r.MemoryMiB(), MIGMode: MIGDisabled, Profiles: m.Profiles, Healthy: true,
 		}}
 		for namer, names := range map[string]ProfileNamer{"NVML names": r.names, "catalog names": nil} {
 			t.Run(name+"/"+namer, func(t *testing.T) {
@@ -192,8 +192,8 @@ func TestDiscoverWithoutMIG(t *testing.T) {
 func TestDiscoverMarksAGPUThatDoesNotAnswer(t *testing.T) {
 	r := readReading(t, "h100-80gb-hbm3-raw.txt")
 	m := catalogModel(t, "H100-80GB")
-	good := GPU{Index: 0, UUID: "GPU-h100-0", Product: r.name, Model: m.Name, Known: true,
-		MemoryMiB: r.memoryMiB, MIGMode: MIGDisabled, Profiles: m.Profiles, Healthy: true}
+	good := GPU{Index: 0, UUID: "GPU-h100-0", Product: r.Name(), Model: m.Name, Known: true,
+		MemoryMiB: r.MemoryMiB(), MIGMode: MIGDisabled, Profiles: m.Profiles, Healthy: true}
 	failing := func(op string, ret nvml.Return) string { return nvmlError(op, ret).Error() }
 	tests := map[string]struct {
 		breakGPU1 func(f *fakeNVML, d *device)
@@ -201,15 +201,15 @@ func TestDiscoverMarksAGPUThatDoesNotAnswer(t *testing.T) {
 		wantErr   error
 	}{
 		"memory: the GPU is lost": {
-			breakGPU1: func(_ *fakeNVML, d *device) { d.lost.Store(true) },
-			want: GPU{Index: 1, UUID: "GPU-h100-1", Product: r.name, Model: m.Name, Known: true,
+			breakGPU1: func(_ *fakeNVML, d *device) { d.Lost.Store(true) },
+			want: GPU{Index: 1, UUID: "GPU-h100-1", Product: r.Name(), Model: m.Name, Known: true,
 				Error: failing("memory", nvml.ERROR_GPU_IS_LOST)},
 		},
 		"UUID: NVML fails": {
 			breakGPU1: func(_ *fakeNVML, d *device) {
 				d.GetUUIDFunc = func() (string, nvml.Return) { return "", nvml.ERROR_UNKNOWN }
 			},
-			want: GPU{Index: 1, Product: r.name, Model: m.Name, Known: true, MemoryMiB: r.memoryMiB,
+			want: GPU{Index: 1, Product: r.Name(), Model: m.Name, Known: true, MemoryMiB: r.MemoryMiB(),
 				Error: failing("uuid", nvml.ERROR_UNKNOWN)},
 		},
 		"no handle": {

@@ -104,7 +104,7 @@ func TestXIDMarksGPUUnhealthyUntilRecovered(t *testing.T) {
 func TestLostGPUIsUnhealthyUntilItAnswers(t *testing.T) {
 	h := newHarness(t, 2)
 	a, m, _ := h.start()
-	h.gpus[0].lost.Store(true)
+	h.gpus[0].Lost.Store(true)
 	h.clock.Step(probeEvery)
 	waitHealth(t, m, map[string]string{"GPU-h100-0": unhealthy, "GPU-h100-1": healthy})
 
@@ -112,7 +112,7 @@ func TestLostGPUIsUnhealthyUntilItAnswers(t *testing.T) {
 	if a.GPUs()[0].Healthy {
 		t.Error("a GPU still lost is healthy")
 	}
-	h.gpus[0].lost.Store(false)
+	h.gpus[0].Lost.Store(false)
 	h.stepAndProbe(h.options().RecoverAfter)
 	waitHealth(t, m, map[string]string{"GPU-h100-0": healthy})
 }
@@ -129,11 +129,11 @@ func TestXIDWithoutDeviceMarksEveryGPU(t *testing.T) {
 // all at once) or fail (log, and do not spin).
 func TestEventWaitErrors(t *testing.T) {
 	devs := h100s(t, 2)
-	devs[1].lost.Store(true)
+	devs[1].Lost.Store(true)
 	var changes []string
 	w := &healthWatcher{
 		clock: clocktesting.NewFakeClock(time.Now()), probeEvery: time.Hour, recoverAfter: time.Hour,
-		devices:  map[string]nvml.Device{devs[0].uuid: devs[0], devs[1].uuid: devs[1]},
+		devices:  map[string]nvml.Device{devs[0].UUID: devs[0], devs[1].UUID: devs[1]},
 		lastBad:  map[string]time.Time{},
 		onChange: func(uuid string, healthy bool) { changes = append(changes, fmt.Sprint(uuid, " ", healthy)) },
 	}
@@ -155,7 +155,7 @@ func TestEventWaitErrors(t *testing.T) {
 // listed unhealthy; once it answers and stays quiet it serves too.
 func TestAgentServesTheGPUsThatAnswer(t *testing.T) {
 	h := newHarness(t, 2)
-	h.gpus[1].lost.Store(true)
+	h.gpus[1].Lost.Store(true)
 	a, m, _ := h.start()
 	waitHealth(t, m, map[string]string{"GPU-h100-0": healthy, "GPU-h100-1": unhealthy})
 	if got := len(m.healthOf()); got != 2*testShares {
@@ -171,7 +171,7 @@ func TestAgentServesTheGPUsThatAnswer(t *testing.T) {
 	if err != nil || onGPU(t, c) != "GPU-h100-0" {
 		t.Fatalf("a whole GPU's shares: %v on %v, want GPU-h100-0", err, c.envs)
 	}
-	h.gpus[1].lost.Store(false)
+	h.gpus[1].Lost.Store(false)
 	h.stepAndProbe(h.options().RecoverAfter) // quiet long enough, and rediscovered
 	waitHealth(t, m, map[string]string{"GPU-h100-1": healthy})
 	if g := a.GPUs()[1]; g.Error != "" || g.MemoryMiB != 81559 {

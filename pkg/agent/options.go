@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
 
@@ -77,8 +78,14 @@ type Options struct {
 	// healthy again; zero means 5 minutes.
 	RecoverAfter time.Duration
 	// ProfileNames reads MIG profile names from NVML; nil names them from
-	// the catalog. Run sets NVMLProfileName.
+	// the catalog, except that Run, DiscoverNode and PrintCDI use
+	// NVMLProfileName (real hardware's) when it is nil.
 	ProfileNames ProfileNamer
+	// OpenNVML opens the node's NVML for Run, DiscoverNode, PrintCDI and
+	// RunMPSControl; nil loads the driver's libnvidia-ml.so.1 (OpenNVML).
+	// Only a test build sets it (cmd/agent under the build tag
+	// gpuadmit_fakenvml).
+	OpenNVML NVMLOpener
 	// Clock is injected by tests; nil means the real clock.
 	Clock clock.WithTicker
 }
@@ -112,6 +119,26 @@ func (o *Options) defaults() {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+}
+
+// NVMLOpener opens and initializes a node's NVML; the func it returns
+// shuts it down.
+type NVMLOpener func(cdi.Options) (nvml.Interface, func(), error)
+
+// open opens the NVML Run and the printers read: OpenNVML's, or the driver's.
+func (o *Options) open() (nvml.Interface, func(), error) {
+	if o.OpenNVML != nil {
+		return o.OpenNVML(o.CDI)
+	}
+	return OpenNVML(o.CDI)
+}
+
+// nvmlProfileNames is ProfileNames, or real hardware's NVMLProfileName.
+func (o *Options) nvmlProfileNames() ProfileNamer {
+	if o.ProfileNames != nil {
+		return o.ProfileNames
+	}
+	return NVMLProfileName
 }
 
 // mpsRoot is the MPS root containers are pointed at, empty without MPS.

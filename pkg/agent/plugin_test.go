@@ -262,7 +262,7 @@ func TestAgentMPSOption(t *testing.T) {
 	h := newHarness(t, 1)
 	o := h.options()
 	o.MPS = true
-	o.MPSRoot = mpsRoot(t, MPSLimits{h.gpus[0].uuid: testUnitMiB})
+	o.MPSRoot = mpsRoot(t, MPSLimits{h.gpus[0].UUID: testUnitMiB})
 	_, m, _ := h.startWith(o)
 	c, err := m.allocate(context.Background(), "a/main", 1)
 	if err != nil {
@@ -353,11 +353,11 @@ func TestMPSGPUServesOnceItsLimitIsSet(t *testing.T) {
 	o := h.options()
 	o.MPS, o.MPSRoot = true, t.TempDir()
 	_, m, _ := h.startWith(o)
-	id := DeviceID(h.gpus[0].uuid, 0)
+	id := DeviceID(h.gpus[0].UUID, 0)
 	eventually(t, "the GPU's devices unhealthy without the daemon's limit", func() bool {
 		return m.healthOf()[id] == pluginapi.Unhealthy
 	})
-	b, err := json.Marshal(MPSLimits{h.gpus[0].uuid: testUnitMiB})
+	b, err := json.Marshal(MPSLimits{h.gpus[0].UUID: testUnitMiB})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func TestInventoryReadsTheAnnotation(t *testing.T) {
 	n.Status.Allocatable = corev1.ResourceList{"nvidia.com/mig-3g.71gb": resource.MustParse("2")}
 	p := inventory.Build([]corev1.Node{n}, nil).Pools[0]
 	pr, ok := p.Profile("3g.71gb")
-	if p.GPUMemoryMiB != r.memoryMiB || !ok || pr.MemoryMiB != 71424 || len(pr.Placements) != 2 {
-		t.Errorf("pool GPU %d MiB, 3g.71gb %+v; want the agent's %d MiB and NVML's 71424 MiB with 2 placements", p.GPUMemoryMiB, pr, r.memoryMiB)
+	if p.GPUMemoryMiB != r.MemoryMiB() || !ok || pr.MemoryMiB != 71424 || len(pr.Placements) != 2 {
+		t.Errorf("pool GPU %d MiB, 3g.71gb %+v; want the agent's %d MiB and NVML's 71424 MiB with 2 placements", p.GPUMemoryMiB, pr, r.MemoryMiB())
 	}
 }

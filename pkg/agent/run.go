@@ -18,7 +18,7 @@ import (
 // Run is the agent on a real node: NVML from the driver, the API server from cfg.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	o.defaults()
-	lib, shutdown, err := openNVML(o.CDI)
+	lib, shutdown, err := o.open()
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
 	}
-	o.ProfileNames = NVMLProfileName
+	o.ProfileNames = o.nvmlProfileNames()
 	if !o.PublishOnly {
 		o.CDI.Log = logf.FromContext(ctx).WithName("cdi")
 		if o.Specs, err = cdi.New(lib, o.CDI); err != nil {
@@ -39,12 +39,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 
 // DiscoverNode is Discover with the driver's NVML: what `--discover` prints.
 func DiscoverNode(o Options) (Report, error) {
-	lib, shutdown, err := openNVML(o.CDI)
+	lib, shutdown, err := o.open()
 	if err != nil {
 		return Report{}, err
 	}
 	defer shutdown()
-	o.ProfileNames = NVMLProfileName
+	o.ProfileNames = o.nvmlProfileNames()
 	return Discover(lib, o)
 }
 
@@ -97,12 +97,12 @@ func PrintCDI(w io.Writer, o Options, format string) error {
 }
 
 func nodeCDISpec(o Options) (*cdispec.Spec, error) {
-	lib, shutdown, err := openNVML(o.CDI)
+	lib, shutdown, err := o.open()
 	if err != nil {
 		return nil, err
 	}
 	defer shutdown()
-	gpus, err := Discoverer{NVML: lib, Names: NVMLProfileName}.Discover()
+	gpus, err := Discoverer{NVML: lib, Names: o.nvmlProfileNames()}.Discover()
 	if err != nil {
 		return nil, fmt.Errorf("discover GPUs: %w", err)
 	}

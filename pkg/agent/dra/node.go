@@ -33,8 +33,13 @@ type Options struct {
 	// RecoverAfter is how long a GPU must stay quiet after a critical XID to
 	// be healthy again; zero means 5 minutes.
 	RecoverAfter time.Duration
-	// ProfileNames reads MIG profile names from NVML; nil names them from the catalog.
+	// ProfileNames reads MIG profile names from NVML; nil names them from
+	// the catalog, except that Run uses real hardware's NVMLProfileName.
 	ProfileNames agent.ProfileNamer
+	// OpenNVML opens the node's NVML for Run; nil loads the driver's
+	// (agent.OpenNVML). Only a test build sets it (cmd/agent under the
+	// build tag gpuadmit_fakenvml).
+	OpenNVML agent.NVMLOpener
 	// MIGUUIDs reads MIG device UUIDs; nil publishes MIG devices without
 	// them (go-nvml's mocks cannot serve the query). Run sets ReadMIGUUIDs.
 	MIGUUIDs func(agent.DeviceLister) (map[InstanceKey]string, error)

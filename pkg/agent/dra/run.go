@@ -17,7 +17,11 @@ import (
 // the driver under o.CDI's root, the API server from cfg, the kubelet's
 // plugin directories from o.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
-	lib, shutdown, err := agent.OpenNVML(o.CDI)
+	open := o.OpenNVML
+	if open == nil {
+		open = agent.OpenNVML
+	}
+	lib, shutdown, err := open(o.CDI)
 	if err != nil {
 		return err
 	}
@@ -34,6 +38,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("API client: %w", err)
 	}
-	o.ProfileNames, o.MIGUUIDs = agent.NVMLProfileName, ReadMIGUUIDs
+	if o.ProfileNames == nil {
+		o.ProfileNames = agent.NVMLProfileName
+	}
+	o.MIGUUIDs = ReadMIGUUIDs
 	return New(lib, nodes, kube, o).Run(ctx)
 }

@@ -25,6 +25,35 @@
 // (checked against /proc/self/mountinfo, and nothing is removed while
 // something below is still mounted), its cgroups and its log links.
 //
+// gpuadmit's node agent runs on the node as its DaemonSets do
+// (agent.go): BuildAgentImage builds cmd/agent with the fake NVML of
+// package fakegpu (-tags gpuadmit_fakenvml; the shipped agent does not link
+// it) and imports it with exactly the shared libraries ldd names;
+// NewFakeGPUs makes a driver root in the node's directory (mknod'd
+// /dev/nvidia<i>, nvidiactl, UVM; empty versioned libraries; the real
+// nvidia-cdi-hook hack/node-binaries.sh builds) with the fake NVML's
+// configuration, the NVML readings its GPUs answer as, and the control
+// file a test edits to lose or fail a GPU; DeployAgent renders
+// deploy/agent or deploy/dra with kustomize (.bin/tools) and creates it as
+// shipped but for a test overlay of the DaemonSet: the image, never
+// pulled; the host's network with KUBERNETES_SERVICE_HOST/_PORT set to the
+// API server's loopback address; --driver-root and the hook path in the
+// fake root and --fake-nvml; of a kustomization's DaemonSets only the
+// agent's named one runs (in MPS mode the control daemon's DaemonSet would
+// run NVIDIA's daemon, which needs a GPU: the MPS test writes its host
+// directories and recorded limits instead). The agent runs as the
+// manifests' ServiceAccount under their RBAC and ValidatingAdmissionPolicies.
+// Two things the node needed for it:
+//   - The DaemonSets mount the driver root with HostToContainer
+//     propagation, which containerd refuses on a private mount, and these
+//     machines' / is private (a node's is shared): the fake root is made
+//     a shared bind mount of its own, unmounted when the test ends.
+//   - GPU pods run in kube-system, which gpuadmit's webhook (running in
+//     this control plane) leaves alone, written as the webhook would have
+//     rewritten them; the DRA share template is created with the identity
+//     of gpuadmit's controller, the only writer deploy/dra's policies let
+//     name gpuadmit's DeviceClasses.
+//
 // What a real node needed on these machines (cgroup v1, no
 // CAP_SYS_RESOURCE, no container image registry):
 //   - containerd: configuration version 4, its root and state under a temp

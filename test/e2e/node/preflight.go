@@ -28,7 +28,7 @@ var kubeletPorts = []string{"10250", "10248"} // API (logs, exec), healthz
 
 // binaries are the files BinDir must hold: the node's from
 // hack/node-binaries.sh, the control plane's from hack/e2e-binaries.sh.
-var binaries = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "cni/loopback", "pause", "kube-apiserver", "kube-controller-manager", "etcd", "cert-manager-crds"}
+var binaries = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "cni/loopback", "pause", "nvidia-cdi-hook", "kube-apiserver", "kube-controller-manager", "etcd", "cert-manager-crds"}
 
 // busyboxPath is Debian's busybox-static, the test image's one binary.
 const busyboxPath = "/bin/busybox"
