@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/deploy"
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
+	"github.com/gpuadmit/gpuadmit/internal/ociimage"
 )
 
 // AgentImage is gpuadmit's node agent built with the fake NVML
@@ -44,40 +44,17 @@ func (n *Node) BuildAgentImage(root string) error {
 		return fmt.Errorf("build the agent with the fake NVML: %w\n%s", err, out)
 	}
 	im := Image{Name: AgentImage, Files: map[string]string{"/gpuadmit-agent": bin}, Entrypoint: []string{"/gpuadmit-agent"}, Env: []string{}}
-	libs, err := sharedLibraries(bin)
+	libs, err := ociimage.SharedLibraries(bin)
 	if err != nil {
-		return err
-	}
-	for _, l := range libs {
-		im.Files[l] = l
-	}
-	return n.Import(im)
-}
-
-// lddLine is a library ldd resolved: "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)"
-// or the loader "/lib64/ld-linux-x86-64.so.2 (0x...)".
-var lddLine = regexp.MustCompile(`^\s*(?:\S+ => )?(/\S+) \(0x[0-9a-f]+\)$`)
-
-// sharedLibraries are the paths of the libraries ldd says bin loads; a
-// library ldd cannot find is an error.
-func sharedLibraries(bin string) ([]string, error) {
-	out, err := execOutput("ldd", bin)
-	if err != nil {
-		return nil, fmt.Errorf("shared libraries of the agent: %w", err)
-	}
-	var libs []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		switch m := lddLine.FindStringSubmatch(line); {
-		case strings.Contains(line, "not found"):
-			return nil, fmt.Errorf("shared libraries of the agent: %s", strings.TrimSpace(line))
-		case m != nil:
-			libs = append(libs, m[1])
-		}
+		return fmt.Errorf("shared libraries of the agent: %w", err)
 	}
 	if len(libs) == 0 {
-		return nil, fmt.Errorf("shared libraries of the agent: ldd named none:\n%s", out)
+		return fmt.Errorf("shared libraries of the agent: ldd named none, yet go-nvml makes it a cgo binary")
 	}
-	return libs, nil
+	for inImage, here := range libs {
+		im.Files[inImage] = here
+	}
+	return n.Import(im)
 }
 
 // FakeGPUs are a node's fake GPUs: a driver root on the host that nvcdi
