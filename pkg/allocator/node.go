@@ -43,6 +43,10 @@ const (
 	// nvidia.com/gpu); DRAClassShare that of a share of one GPU's memory.
 	DRAClassGPU   = "gpu.gpuadmit.io"
 	DRAClassShare = "gpu-share.gpuadmit.io"
+	// DRAClassSuffix ends the name of every DeviceClass of gpuadmit's (the
+	// MIG classes too: "mig-1g.10gb.gpuadmit.io"), the names its claims
+	// policy guards.
+	DRAClassSuffix = ".gpuadmit.io"
 	// DRAAttrType is "gpu" for a GPU without MIG, "mig" for a MIG instance.
 	DRAAttrType = "type"
 	// DRAAttrModel is the catalog model ("H100-80GB").

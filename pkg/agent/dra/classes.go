@@ -23,7 +23,12 @@ const (
 
 // MIGClass is the DeviceClass of a MIG profile: "mig-1g.10gb.me.gpuadmit.io"
 // for "1g.10gb+me".
-func MIGClass(profile string) string { return "mig-" + kubeProfile(profile) + ".gpuadmit.io" }
+func MIGClass(profile string) string { return "mig-" + kubeProfile(profile) + allocator.DRAClassSuffix }
+
+// IsClass reports whether a DeviceClass name is one of gpuadmit's: only
+// claims through those pass the admission policy that guards who may write
+// them (deploy/dra/claims-policy.yaml), so only those are prepared.
+func IsClass(name string) bool { return strings.HasSuffix(name, allocator.DRAClassSuffix) }
 
 // MIGResource is the extended resource NVIDIA's device plugin serves a MIG
 // profile as ("nvidia.com/mig-1g.10gb.me"), mapped onto MIGClass.

@@ -242,6 +242,58 @@ func TestPrepareRefuses(t *testing.T) {
 	}
 }
 
+// TestPrepareRefusesAClassNotGpuadmits: a device allocated through a
+// DeviceClass that is not gpuadmit's (one an administrator added whose
+// selector reaches gpuadmit's devices, or one with its own
+// extendedResourceName) is refused, whether the class is named by the
+// request or by the firstAvailable subrequest that was allocated; gpuadmit's
+// classes by either way pass.
+func TestPrepareRefusesAClassNotGpuadmits(t *testing.T) {
+	exact := func(class string) func(*resourceapi.ResourceClaim) {
+		return func(c *resourceapi.ResourceClaim) { c.Spec.Devices.Requests[0].Exactly.DeviceClassName = class }
+	}
+	// sub moves the request into a firstAvailable subrequest "s1" of class,
+	// after a first subrequest "s0" of gpuadmit's that was not allocated.
+	sub := func(class string) func(*resourceapi.ResourceClaim) {
+		return func(c *resourceapi.ResourceClaim) {
+			r := &c.Spec.Devices.Requests[0]
+			r.FirstAvailable = []resourceapi.DeviceSubRequest{
+				{Name: "s0", DeviceClassName: ClassGPU},
+				{Name: "s1", DeviceClassName: class, Capacity: r.Exactly.Capacity},
+			}
+			r.Exactly = nil
+			c.Status.Allocation.Devices.Results[0].Request = r.Name + "/s1"
+		}
+	}
+	tests := map[string]struct {
+		edit    func(*resourceapi.ResourceClaim)
+		wantErr string
+	}{
+		"gpuadmit's share class":               {edit: exact(ClassShare)},
+		"gpuadmit's share class, a subrequest": {edit: sub(ClassShare)},
+		"a class an administrator added": {edit: exact("fast-gpus.example.com"),
+			wantErr: `claim ns/c: device gpu-0 was allocated through DeviceClass "fast-gpus.example.com", which is not gpuadmit's: gpuadmit prepares its devices only for claims through its own classes (names ending .gpuadmit.io), which its admission policy guards; ask through one of those`},
+		"a class an administrator added, a subrequest": {edit: sub("fast-gpus.example.com"),
+			wantErr: `claim ns/c: device gpu-0 was allocated through DeviceClass "fast-gpus.example.com", which is not gpuadmit's: gpuadmit prepares its devices only for claims through its own classes (names ending .gpuadmit.io), which its admission policy guards; ask through one of those`},
+		"a class suffixed like gpuadmit's but not a domain of it": {edit: exact("gpu.notgpuadmit.io"),
+			wantErr: `claim ns/c: device gpu-0 was allocated through DeviceClass "gpu.notgpuadmit.io", which is not gpuadmit's: gpuadmit prepares its devices only for claims through its own classes (names ending .gpuadmit.io), which its admission policy guards; ask through one of those`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			k := newKubelet(t, node(t)...)
+			c := claim("c", alloc{"gpu-0", 8})
+			tc.edit(c)
+			k.add(c)
+			if diff := cmp.Diff(tc.wantErr, k.prepare(c)[string(c.UID)].Error); diff != "" {
+				t.Errorf("prepare (-want +got):\n%s", diff)
+			}
+			if got := readCDI(t, k, c) != nil; got != (tc.wantErr == "") {
+				t.Errorf("CDI spec written: %v, want %v", got, tc.wantErr == "")
+			}
+		})
+	}
+}
+
 func TestUnprepare(t *testing.T) {
 	k := newKubelet(t, node(t)...)
 	a, big := claim("a", alloc{"gpu-0", 40}), claim("big", alloc{"gpu-0", 70})

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
 // prepare prepares one claim: the checkpointed answer when it was prepared
@@ -52,6 +54,10 @@ func (d *Driver) plan(c *resourceapi.ResourceClaim) (preparedClaim, []cdispec.De
 	for _, r := range c.Status.Allocation.Devices.Results {
 		if r.Driver != DriverName {
 			continue
+		}
+		if class := requestClass(c, r.Request); !IsClass(class) {
+			return pc, nil, fmt.Errorf("device %s was allocated through DeviceClass %q, which is not gpuadmit's: gpuadmit prepares its devices only for claims through its own classes (names ending %s), which its admission policy guards; ask through one of those",
+				r.Device, class, allocator.DRAClassSuffix)
 		}
 		dev, ok := d.devices[r.Device]
 		if !ok {
@@ -145,21 +151,38 @@ func fits(dev device, u usage, pd preparedDevice) error {
 // asked for memory capacity; without it the allocation took the default,
 // the whole device.
 func asksMemory(c *resourceapi.ResourceClaim, request string) bool {
+	_, capacity := lookupRequest(c, request)
+	return hasMemory(capacity)
+}
+
+// requestClass is the DeviceClass the claim's request (or subrequest,
+// "a/b") names, "" when the claim has no such request.
+func requestClass(c *resourceapi.ResourceClaim, request string) string {
+	class, _ := lookupRequest(c, request)
+	return class
+}
+
+// lookupRequest finds the request (or subrequest, "a/b") an allocation
+// result names: its DeviceClass and its capacity requirements.
+func lookupRequest(c *resourceapi.ResourceClaim, request string) (string, *resourceapi.CapacityRequirements) {
 	base, sub, _ := strings.Cut(request, "/")
 	for _, r := range c.Spec.Devices.Requests {
 		if r.Name != base {
 			continue
 		}
 		if sub == "" {
-			return r.Exactly != nil && hasMemory(r.Exactly.Capacity)
+			if r.Exactly == nil {
+				return "", nil
+			}
+			return r.Exactly.DeviceClassName, r.Exactly.Capacity
 		}
 		for _, s := range r.FirstAvailable {
 			if s.Name == sub {
-				return hasMemory(s.Capacity)
+				return s.DeviceClassName, s.Capacity
 			}
 		}
 	}
-	return false
+	return "", nil
 }
 
 func hasMemory(c *resourceapi.CapacityRequirements) bool {
