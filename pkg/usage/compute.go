@@ -252,12 +252,24 @@ func quotas(rqs []corev1.ResourceQuota) []Quota {
 	return out
 }
 
-// gpuAllocations lists the GPUs known one by one, by node then UUID order as given.
+// gpuAllocations lists the GPUs known one by one, by pool and node, a
+// GPU's devices (its MIG instances) summed under its UUID; a device
+// without a UUID joins nothing and is left out.
 func (s *state) gpuAllocations() []GPUAllocation {
 	var out []GPUAllocation
 	for _, ps := range s.pools {
 		for _, ns := range ps.nodes {
+			at := map[string]int{}
 			for _, g := range ns.gpus {
+				if g.UUID == "" {
+					continue
+				}
+				if i, ok := at[g.UUID]; ok {
+					out[i].CapacityMiB += g.CapacityMiB
+					out[i].AllocatedMiB += g.AllocatedMiB
+					continue
+				}
+				at[g.UUID] = len(out)
 				out = append(out, GPUAllocation{GPU: g, Node: ns.node.Name, Pool: ps.pool.Name, Model: ps.pool.Model})
 			}
 		}

@@ -169,3 +169,16 @@ func TestComputeSixPlusSix(t *testing.T) {
 		t.Errorf("GPUs (-want +got):\n%s", diff)
 	}
 }
+
+// A GPU's MIG devices are one series under its UUID; a device without a UUID none.
+func TestGPUsSumDevicesUnderTheirGPU(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "32")}
+	gpus := map[string][]usage.GPU{"n1": {
+		{UUID: "GPU-c", CapacityMiB: 9984, AllocatedMiB: 9984}, {UUID: "GPU-c", CapacityMiB: 9984}, {CapacityMiB: 9984, AllocatedMiB: 1},
+	}}
+	r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, GPUs: gpus})
+	want := []usage.GPUAllocation{{GPU: usage.GPU{UUID: "GPU-c", CapacityMiB: 19968, AllocatedMiB: 9984}, Node: "n1", Pool: pool, Model: "T4"}}
+	if diff := cmp.Diff(want, r.GPUs); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
