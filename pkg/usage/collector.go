@@ -99,7 +99,11 @@ func desc(name, help string, labels []string) *prometheus.Desc {
 }
 
 // Describe sends every series' description.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) { Describe(ch) }
+
+// Describe sends the description of every series a Collector exports, for
+// a collector that delegates to Collectors.
+func Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCapacityMiB, descCapacityGPUs, descAllocatedMiB, descAllocatedGPUs,
 		descFreeMiB, descFreeGPUs, descStrandedMiB, descStrandedGPUs, descFragMiB, descPendingPods, descPendingMiB,
 		descQuotaHard, descQuotaUsed, descGPUAllocated, descPrice, descFolded, descDuration, descUp} {

@@ -1,11 +1,13 @@
 package usage_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
@@ -51,5 +53,20 @@ func TestFromData(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The default policy set's usage data is readable.
+func TestDefaultPolicyData(t *testing.T) {
+	set, err := policy.Compile(context.Background(), policy.Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := usage.FromData(set.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Sizes) == 0 || c.Sizes[0].GPUMemoryMiB != 8192 {
+		t.Errorf("sizes = %+v, want the default set's, smallest 8Gi first", c.Sizes)
 	}
 }

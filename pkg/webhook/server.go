@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 			return err
 		}
 	}
-	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: quota.ValidSet})
+	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: validSet})
 	trigger := make(chan event.TypedGenericEvent[*corev1.Namespace], 1024)
 	var onLoad func(*policy.Set)
 	if opts.Role.reconciles() {
@@ -95,6 +95,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	checks := []check{policyCheck(engine, watcher), cacheCheck(mgr)}
 	if opts.Role.reconciles() {
 		if err := addReconcilers(mgr, engine, trigger, log); err != nil {
+			return err
+		}
+		if err := addUsage(ctx, mgr, engine, log); err != nil {
 			return err
 		}
 	}
