@@ -200,7 +200,7 @@ func (ps *poolState) finish(sizes []Size, unpooled *pendingPods) Pool {
 		out.GPUs += ns.gpuCount()
 		capa := ns.capacityMiB()
 		out.CapacityMiB += capa
-		out.FreeMiB += max(capa-ns.heldMiB, 0)
+		out.FreeMiB += max(capa-ns.allocatedMiB(), 0)
 		pieces := ns.pieces()
 		out.StrandedMiB += stranded(ns, pieces, demands)
 		out.FragmentationMiB += allocator.Fragmentation(ns.fragNode(pieces), work)
@@ -220,6 +220,20 @@ func (ns *nodeState) capacityMiB() int64 {
 		return c
 	}
 	return ns.pool.pool.NodeAccounting(ns.node)[inventory.ResourceMemoryMiB]
+}
+
+// allocatedMiB is what the node's GPUs hold: what claims hold of them
+// where they are known one by one (the scheduler's own allocation), else
+// what the bound pods' accounting says.
+func (ns *nodeState) allocatedMiB() int64 {
+	if ns.gpus == nil {
+		return ns.heldMiB
+	}
+	var a int64
+	for _, g := range ns.gpus {
+		a += g.AllocatedMiB
+	}
+	return a
 }
 
 // gpuCount is the node's physical GPUs: GFD's nvidia.com/gpu.count where

@@ -182,3 +182,13 @@ func TestGPUsSumDevicesUnderTheirGPU(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// On a node known GPU by GPU, free memory is what the claims leave, even
+// where no pod of gpuadmit's accounts for a claim (a claim made by hand).
+func TestFreeFollowsTheClaims(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "32")}
+	r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, GPUs: t4s(9216, 0)})
+	if got := poolOf(t, r, pool).FreeMiB; got != 6144+t4MiB {
+		t.Errorf("free = %d MiB, want %d", got, 6144+t4MiB)
+	}
+}
