@@ -195,6 +195,7 @@ func (ps *poolState) finish(sizes []Size, unpooled *pendingPods) Pool {
 	if p.DRA && unpooled != nil {
 		demands = append(demands, unpooled.demands...)
 	}
+	demands = distinct(demands)
 	work := ps.workload(sizes)
 	for _, ns := range ps.nodes {
 		out.GPUs += ns.gpuCount()

@@ -110,25 +110,34 @@ func (ns *nodeState) fits(pieces []int64, d demand) bool {
 
 // stranded is the free memory of the node's pieces that no demand can
 // take: a piece is usable when some demand fits on the node and the piece
-// is one it could take (it holds the demand's MiB).
+// is one it could take (it holds the demand's MiB). So the pieces smaller
+// than the smallest demand that fits the node are stranded, and all of
+// them when none fits.
 func stranded(ns *nodeState, pieces []int64, demands []demand) int64 {
-	var fit []demand
+	least := int64(-1)
 	for _, d := range demands {
-		if ns.fits(pieces, d) {
-			fit = append(fit, d)
+		if (least < 0 || d.mib < least) && ns.fits(pieces, d) {
+			least = d.mib
 		}
 	}
 	var out int64
 	for _, f := range pieces {
-		usable := false
-		for _, d := range fit {
-			if f >= d.mib {
-				usable = true
-				break
-			}
-		}
-		if !usable {
+		if least < 0 || f < least {
 			out += f
+		}
+	}
+	return out
+}
+
+// distinct is demands without repeats: a pool's pending pods are mostly a
+// few kinds, and each is tried against every node.
+func distinct(demands []demand) []demand {
+	seen := make(map[demand]bool, len(demands))
+	out := demands[:0:0]
+	for _, d := range demands {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
 		}
 	}
 	return out
