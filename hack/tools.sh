@@ -47,6 +47,6 @@ if ! command -v promtool >/dev/null 2>&1; then
   echo "tools: installing promtool from Debian's prometheus package" >&2
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo=sudo; fi
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq prometheus >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 echo "$out"
