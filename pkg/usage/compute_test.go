@@ -192,3 +192,18 @@ func TestFreeFollowsTheClaims(t *testing.T) {
 		t.Errorf("free = %d MiB, want %d", got, 6144+t4MiB)
 	}
 }
+
+// Fragmentation weighs the workload's kinds; stranded needs only one demand
+// to fit. With 6 GiB free on one GPU and 15 GiB on the other, and pods of
+// 9, 10 and 4 GiB (a third each), the 6 GiB hole is a fragment of the two
+// larger kinds only: 2/3 × 6144 = 4096 MiB of fragmentation, while the 4
+// GiB pod can use it, so nothing is stranded.
+func TestFragmentationWeighsKinds(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "32")}
+	pods := []*corev1.Pod{pod("a", "p1", "n1", 9216, 0, "1"), pod("b", "w10", "", 10240, 0, "1"), pod("b", "w4", "", 4096, 0, "1")}
+	r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: pods, GPUs: t4s(9216, 0)})
+	got := poolOf(t, r, pool)
+	if got.FragmentationMiB != 4096 || got.StrandedMiB != 0 {
+		t.Errorf("fragmentation %v MiB, stranded %d MiB; want 4096 and 0", got.FragmentationMiB, got.StrandedMiB)
+	}
+}
