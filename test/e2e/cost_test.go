@@ -29,7 +29,8 @@ import (
 // stranded (no pending pod and no typical size of the default policy data,
 // the smallest 8 GiB, fits 6 GiB), 68 GiB are allocated to the namespace as
 // shares, each GPU holds 34 GiB under its UUID, and 2 pods asking 20 GiB
-// wait for GPU.
+// wait for GPU. The Prometheus loads deploy/prometheus's rules, which
+// read those series.
 func TestCostStrandedAllocatedPending(t *testing.T) {
 	ctx := context.Background()
 	prom := startPrometheus(t, scrapeTarget(t))
@@ -68,6 +69,11 @@ func TestCostStrandedAllocatedPending(t *testing.T) {
 		`count(gpuadmit_gpu_allocated_mib{pool="cost-dra"} == ` + strconv.Itoa(shareMiB) + `)`:     2,
 		`sum(gpuadmit_pending_pods{pool="cost-dra",namespace="team-a",reason="insufficient_gpu"})`: 2,
 		`sum(gpuadmit_pending_mib{pool="cost-dra",namespace="team-a",reason="insufficient_gpu"})`:  2 * askMiB,
+		// deploy/prometheus's rules, loaded by this Prometheus, read the
+		// real series: the stranded share, and its alert pending (it
+		// fires after 30 minutes).
+		`pool:gpuadmit_stranded_ratio{pool="cost-dra"}`:                                            float64(2*free) / float64(2*a100.MemoryMiB),
+		`count(ALERTS{alertname="GPUAdmitStrandedCapacity",pool="cost-dra",alertstate="pending"})`: 1,
 	}
 	for q, v := range want {
 		waitFor(t, q, 60*time.Second, func() (bool, string) {
@@ -122,7 +128,9 @@ func startPrometheus(t *testing.T, target string) prometheus {
 	}
 	dir := t.TempDir()
 	config := fmt.Sprintf("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"+
-		"scrape_configs:\n  - job_name: gpuadmit-controller\n    static_configs: [{targets: [%q]}]\n", target)
+		"rule_files: [%q]\n"+
+		"scrape_configs:\n  - job_name: gpuadmit-controller\n    static_configs: [{targets: [%q]}]\n",
+		filepath.Join(root, "deploy/prometheus/gpuadmit-rules.yaml"), target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
