@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,10 @@ type nodeState struct {
 	gpus     []GPU // nil unless known one by one
 }
 
+// unbounded is the free CPU or memory of a node that does not say what it
+// has (no Node object, or none in its allocatable): it limits no demand.
+const unbounded = math.MaxInt64 / 4
+
 // pendingPods are one pool's pods waiting for a node.
 type pendingPods struct {
 	waiting map[Waiter]Waiting
@@ -76,7 +81,13 @@ func newState(in Input) *state {
 		for _, n := range p.Nodes {
 			a := alloc[n.Name]
 			ns := &nodeState{pool: ps, node: n, held: map[string]int64{}, gpus: in.GPUs[n.Name],
-				milliCPU: a.Cpu().MilliValue(), memMiB: a.Memory().Value() >> 20}
+				milliCPU: unbounded, memMiB: unbounded}
+			if q, ok := a[corev1.ResourceCPU]; ok {
+				ns.milliCPU = q.MilliValue()
+			}
+			if q, ok := a[corev1.ResourceMemory]; ok {
+				ns.memMiB = q.Value() >> 20
+			}
 			ps.nodes = append(ps.nodes, ns)
 			s.byNode[n.Name] = ns
 		}

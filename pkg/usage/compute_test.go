@@ -207,3 +207,16 @@ func TestFragmentationWeighsKinds(t *testing.T) {
 		t.Errorf("fragmentation %v MiB, stranded %d MiB; want 4096 and 0", got.FragmentationMiB, got.StrandedMiB)
 	}
 }
+
+// A node that says nothing of its CPU and memory limits no demand by them.
+func TestUnknownCPUAndMemoryLimitNothing(t *testing.T) {
+	n := t4Node("n1", 2, "32")
+	delete(n.Status.Allocatable, corev1.ResourceCPU)
+	delete(n.Status.Allocatable, corev1.ResourceMemory)
+	nodes := []corev1.Node{n}
+	pods := []*corev1.Pod{pod("b", "w10", "", 10240, 0, "4")}
+	r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: pods, GPUs: t4s(9216, 0)})
+	if got := poolOf(t, r, pool).StrandedMiB; got != 6144 {
+		t.Errorf("stranded = %d MiB, want 6144: the 10 GiB pod fits the empty GPU", got)
+	}
+}
