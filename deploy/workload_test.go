@@ -38,14 +38,14 @@ func checkCommon(t *testing.T, objs objects, policiesArg string) {
 }
 
 // checkRBAC: the webhook's account only reads (and records Events), the
-// controller's reads what the usage metrics need besides and writes only
-// ResourceQuotas and ResourceClaimTemplates (which its admission policy
-// narrows to gpuadmit's own), each Lease right is
+// controller's writes only ResourceQuotas and ResourceClaimTemplates (which
+// its admission policy narrows to gpuadmit's own), each Lease right is
 // limited to one Lease by name, and nothing else in the rendering grants
 // anything. This is the whole list.
 func checkRBAC(t *testing.T, objs objects) {
 	t.Helper()
 	grants := map[key]string{ // each Role and ClusterRole → the one ServiceAccount bound to it
+		{"ClusterRole", "", "gpuadmit-usage"}:           controllerAccount, // the usage metrics' reads
 		{"ClusterRole", "", "gpuadmit"}:                 serviceAccount,
 		{"Role", namespace, "gpuadmit-webhook"}:         serviceAccount,
 		{"ClusterRole", "", "gpuadmit-controller"}:      controllerAccount,
@@ -61,6 +61,12 @@ func checkRBAC(t *testing.T, objs objects) {
 		}
 	}
 	want := map[key][]string{
+		{"ClusterRole", "", "gpuadmit-usage"}: {
+			"/nodes:get", "/nodes:list", "/nodes:watch",
+			"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
+			"resource.k8s.io/resourceclaims:get", "resource.k8s.io/resourceclaims:list", "resource.k8s.io/resourceclaims:watch",
+			"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
+		},
 		{"ClusterRole", "", "gpuadmit"}: {
 			"/events:create", "/events:patch",
 			"/namespaces:get", "/namespaces:list", "/namespaces:watch",
@@ -79,14 +85,10 @@ func checkRBAC(t *testing.T, objs objects) {
 		{"ClusterRole", "", "gpuadmit-controller"}: {
 			"/events:create", "/events:patch",
 			"/namespaces:get", "/namespaces:list", "/namespaces:watch",
-			"/nodes:get", "/nodes:list", "/nodes:watch",
 			"/pods:get", "/pods:list", "/pods:watch",
 			"/resourcequotas:create", "/resourcequotas:delete", "/resourcequotas:get", "/resourcequotas:list", "/resourcequotas:update", "/resourcequotas:watch",
 			"events.k8s.io/events:create", "events.k8s.io/events:patch",
-			"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
-			"resource.k8s.io/resourceclaims:get", "resource.k8s.io/resourceclaims:list", "resource.k8s.io/resourceclaims:watch",
 			"resource.k8s.io/resourceclaimtemplates:create", "resource.k8s.io/resourceclaimtemplates:delete", "resource.k8s.io/resourceclaimtemplates:get", "resource.k8s.io/resourceclaimtemplates:list", "resource.k8s.io/resourceclaimtemplates:watch",
-			"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
 		},
 		{"Role", namespace, "gpuadmit-leader-election"}: {
 			"coordination.k8s.io/leases:create",

@@ -97,15 +97,17 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 		if err := addReconcilers(mgr, engine, trigger, log); err != nil {
 			return err
 		}
-		if err := addUsage(ctx, mgr, engine, log); err != nil {
-			return err
-		}
 	}
 	if opts.Role.serves() {
 		if err := addServing(ctx, mgr, engine, scheme, opts, log); err != nil {
 			return err
 		}
 		checks = append(checks, servingCheck(mgr))
+	}
+	if opts.Role.reconciles() {
+		if err := addUsage(ctx, mgr, engine, log); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: checks, log: log}); err != nil {
 		return err
