@@ -3,15 +3,17 @@ package usage
 import (
 	"context"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 )
 
 // Source reads Compute's input from wherever the process keeps it (the
-// leader's informer caches), at each scrape.
+// leader's informer caches), at a scrape.
 type Source interface {
 	Input(ctx context.Context) (Input, error)
 }
@@ -32,18 +34,31 @@ type CollectorOptions struct {
 	MaxNamespaces int
 	// Timeout bounds reading the source at one scrape; zero means 10s.
 	Timeout time.Duration
+	// MinInterval is how long one report serves scrapes before the next is
+	// computed: a pair of Prometheus replicas (the usual HA setup) scrapes
+	// twice per interval, and a report at 50,000 pods costs most of a
+	// second of CPU. Zero means 10s; a negative value computes at every scrape.
+	MinInterval time.Duration
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Collector exports a Report as Prometheus series, but only while its
 // process leads: the reconcilers' leader runs it (Start), so exactly one
 // replica exports these series, sum() over replicas counts nothing twice,
 // and a replica that lost the lead (or never had it) exports none, not
-// stale ones. It computes the report afresh at every scrape.
+// stale ones. It computes the report at a scrape at most every
+// MinInterval, and serves the last one in between.
 type Collector struct {
 	source  Source
 	opts    CollectorOptions
 	log     logr.Logger
+	clock   clock.PassiveClock
 	leading atomic.Bool
+
+	mu   sync.Mutex
+	last []prometheus.Metric // the last report's series; nil before the first
+	at   time.Time           // when last was computed
 }
 
 // NewCollector returns a collector of what source reads; it exports
@@ -55,15 +70,26 @@ func NewCollector(source Source, opts CollectorOptions, log logr.Logger) *Collec
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	return &Collector{source: source, opts: opts, log: log}
+	if opts.MinInterval == 0 {
+		opts.MinInterval = 10 * time.Second
+	}
+	c := &Collector{source: source, opts: opts, log: log, clock: opts.Clock}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
+	return c
 }
 
 // Start marks the process as leading until ctx ends. The manager starts it
-// once elected (NeedLeaderElection), and ends ctx when the lead is lost.
+// once elected (NeedLeaderElection), and ends ctx when the lead is lost;
+// the last report is then dropped, so a lead regained computes afresh.
 func (c *Collector) Start(ctx context.Context) error {
 	c.leading.Store(true)
 	<-ctx.Done()
 	c.leading.Store(false)
+	c.mu.Lock()
+	c.last = nil
+	c.mu.Unlock()
 	return nil
 }
 
@@ -116,21 +142,50 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if !c.leading.Load() {
 		return
 	}
-	start := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil || c.clock.Since(c.at) >= c.opts.MinInterval {
+		ms, ok := c.compute()
+		if !ok { // not kept: the next scrape tries again
+			for _, m := range ms {
+				ch <- m
+			}
+			return
+		}
+		c.last, c.at = ms, c.clock.Now()
+	}
+	for _, m := range c.last {
+		ch <- m
+	}
+}
+
+// compute reads the source and turns the report into series; on a failed
+// read, only gpuadmit_usage_up 0, and false.
+func (c *Collector) compute() ([]prometheus.Metric, bool) {
+	start := c.clock.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
 	defer cancel()
 	in, err := c.source.Input(ctx)
 	if err != nil {
 		c.log.Error(err, "Cannot read the GPU usage input; exporting no usage series this scrape")
-		ch <- gauge(descUp, 0)
-		return
+		return []prometheus.Metric{gauge(descUp, 0)}, false
 	}
 	r := Compute(in)
 	folded := Fold(&r, c.opts.MaxNamespaces)
+	ch := make(chan prometheus.Metric)
+	var out []prometheus.Metric
+	done := make(chan struct{})
+	go func() {
+		for m := range ch {
+			out = append(out, m)
+		}
+		close(done)
+	}()
 	emit(ch, r)
-	ch <- gauge(descFolded, float64(folded))
-	ch <- gauge(descDuration, time.Since(start).Seconds())
-	ch <- gauge(descUp, 1)
+	close(ch)
+	<-done
+	return append(out, gauge(descFolded, float64(folded)),
+		gauge(descDuration, c.clock.Since(start).Seconds()), gauge(descUp, 1)), true
 }
 
 func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -125,4 +127,49 @@ func waitFor(t *testing.T, ok func() bool) {
 		}
 	}
 	t.Fatal("timed out")
+}
+
+// counting is a source that counts its reads and fails while err is set.
+type counting struct {
+	reads atomic.Int32
+	fail  atomic.Bool
+}
+
+func (s *counting) Input(context.Context) (usage.Input, error) {
+	s.reads.Add(1)
+	if s.fail.Load() {
+		return usage.Input{}, errors.New("cache not synced")
+	}
+	return usage.Input{}, nil
+}
+
+// One report serves the scrapes of MinInterval (a pair of Prometheus
+// replicas scrapes twice); a failed read is not kept, so the next scrape
+// reads again.
+func TestCollectorReusesAReportForMinInterval(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Unix(1e9, 0))
+	src := &counting{}
+	c := usage.NewCollector(src, usage.CollectorOptions{MinInterval: 10 * time.Second, Clock: clk}, logr.Discard())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Start(ctx) }()
+	src.fail.Store(true)
+	waitFor(t, func() bool { return testutil.CollectAndCount(c) > 0 })
+	src.fail.Store(false)
+	before := src.reads.Load()
+	testutil.CollectAndCount(c)
+	testutil.CollectAndCount(c)
+	if got := src.reads.Load() - before; got != 1 {
+		t.Errorf("after a failed read, two scrapes read %d times, want 1 (a failure is not kept, a success is)", got)
+	}
+	clk.SetTime(clk.Now().Add(9 * time.Second))
+	testutil.CollectAndCount(c)
+	if got := src.reads.Load() - before; got != 1 {
+		t.Errorf("9s later: %d reads, want still 1", got)
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
+	testutil.CollectAndCount(c)
+	if got := src.reads.Load() - before; got != 2 {
+		t.Errorf("10s later: %d reads, want 2", got)
+	}
 }
