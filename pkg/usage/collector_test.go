@@ -3,6 +3,7 @@ package usage_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -171,5 +174,57 @@ func TestCollectorReusesAReportForMinInterval(t *testing.T) {
 	testutil.CollectAndCount(c)
 	if got := src.reads.Load() - before; got != 2 {
 		t.Errorf("10s later: %d reads, want 2", got)
+	}
+}
+
+// The series budget: no series per pod, and at most MaxNamespaces namespace
+// names. Twice the pods in the same namespaces, pools, forms and reasons
+// give the same series; 1,500 namespaces export 1,000 names and _other.
+func TestSeriesBudget(t *testing.T) {
+	series := func(pods int) (int, map[string]bool) {
+		nodes := []corev1.Node{}
+		for i := range 100 {
+			nodes = append(nodes, t4Node(fmt.Sprintf("n%03d", i), 8, "128"))
+		}
+		var ps []*corev1.Pod
+		for i := range pods {
+			node := fmt.Sprintf("n%03d", i%100)
+			if i%10 == 0 {
+				node = ""
+			}
+			ps = append(ps, pod(fmt.Sprintf("ns%04d", i%1500), fmt.Sprintf("p%d", i), node, 1024, 0, "1"))
+		}
+		in := usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: ps}
+		c := usage.NewCollector(source{in: in}, usage.CollectorOptions{}, logr.Discard())
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() { _ = c.Start(ctx) }()
+		waitFor(t, func() bool { return testutil.CollectAndCount(c) > 0 })
+		ch := make(chan prometheus.Metric, 1<<16)
+		c.Collect(ch)
+		close(ch)
+		names := map[string]bool{}
+		n := 0
+		for m := range ch {
+			n++
+			var d dto.Metric
+			if err := m.Write(&d); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range d.GetLabel() {
+				if l.GetName() == "namespace" {
+					names[l.GetValue()] = true
+				}
+			}
+		}
+		return n, names
+	}
+	n1, names := series(15000)
+	n2, _ := series(30000)
+	if n1 != n2 {
+		t.Errorf("15,000 pods: %d series; 30,000 pods in the same namespaces: %d — the pods changed the count", n1, n2)
+	}
+	if len(names) != usage.DefaultMaxNamespaces+1 || !names[usage.OtherNamespace] {
+		t.Errorf("%d namespace names (with _other: %v), want %d and _other", len(names), names[usage.OtherNamespace], usage.DefaultMaxNamespaces+1)
 	}
 }
