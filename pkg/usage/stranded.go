@@ -31,7 +31,9 @@ func demandOf(p *corev1.Pod, req corev1.ResourceList, pool *inventory.Pool) dema
 	return d
 }
 
-// devices is how many GPU devices a container takes.
+// devices is how many GPU devices a container takes, read from its
+// requests: the API server defaults an extended resource's request to its
+// limit (and refuses them unequal), so a pod read from it has both.
 func devices(c corev1.Container) int64 {
 	var n int64
 	for r, q := range c.Resources.Requests {
