@@ -84,8 +84,11 @@ func (u *usageExport) remove(c *usage.Collector) {
 	delete(u.cs, c)
 }
 
+// Describe sends the usage series' descriptions, whichever Runs last.
 func (u *usageExport) Describe(ch chan<- *prometheus.Desc) { usage.Describe(ch) }
 
+// Collect sends the series of each Run's collector (none from a Run that
+// does not lead).
 func (u *usageExport) Collect(ch chan<- prometheus.Metric) {
 	u.mu.Lock()
 	cs := make([]*usage.Collector, 0, len(u.cs))
