@@ -47,6 +47,7 @@ func checkCommon(t *testing.T, objs objects, policiesArg string) {
 func checkRBAC(t *testing.T, objs objects) {
 	t.Helper()
 	grants := map[key]string{ // each Role and ClusterRole → the one ServiceAccount bound to it
+		{"ClusterRole", "", "gpuadmit-usage"}:           controllerAccount, // the usage metrics' reads
 		{"ClusterRole", "", "gpuadmit"}:                 serviceAccount,
 		{"Role", namespace, "gpuadmit-webhook"}:         serviceAccount,
 		{"ClusterRole", "", "gpuadmit-controller"}:      controllerAccount,
@@ -63,6 +64,12 @@ func checkRBAC(t *testing.T, objs objects) {
 		}
 	}
 	want := map[key][]string{
+		{"ClusterRole", "", "gpuadmit-usage"}: {
+			"/nodes:get", "/nodes:list", "/nodes:watch",
+			"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
+			"resource.k8s.io/resourceclaims:get", "resource.k8s.io/resourceclaims:list", "resource.k8s.io/resourceclaims:watch",
+			"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
+		},
 		{"ClusterRole", "", "gpuadmit"}: {
 			"/events:create", "/events:patch",
 			"/namespaces:get", "/namespaces:list", "/namespaces:watch",

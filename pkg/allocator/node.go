@@ -53,6 +53,11 @@ const (
 	DRAAttrModel = "model"
 	// DRAAttrProfile is a MIG instance's profile ("3g.40gb").
 	DRAAttrProfile = "profile"
+	// DRAAttrUUID is NVML's UUID of the device: the GPU's, or the MIG
+	// device's when known; DRAAttrParentUUID that of a MIG instance's GPU.
+	// The usage metrics name GPUs by them, as DCGM's exporter does.
+	DRAAttrUUID       = "uuid"
+	DRAAttrParentUUID = "parentUUID"
 	// DRACapacityMemory is a device's memory in bytes.
 	DRACapacityMemory = "memory"
 	// DRATypeGPU and DRATypeMIG are the values of DRAAttrType.

@@ -64,3 +64,9 @@ func (p *Pool) accountedNodes() int {
 	}
 	return n
 }
+
+// UnitMiB is the real GPU memory behind one unit of resource on the pool
+// (a MIG slice's, a share unit's, a whole GPU's, a replica's share of its
+// GPU); 0 for a resource the pool does not serve and for the accounting
+// resources.
+func (p *Pool) UnitMiB(resource string) int64 { return p.unitMiB(resource) }

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 			return err
 		}
 	}
-	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: quota.ValidSet})
+	engine := policy.NewEngine(policy.Options{EvalTimeout: opts.EvalTimeout, Validate: validSet})
 	trigger := make(chan event.TypedGenericEvent[*corev1.Namespace], 1024)
 	var onLoad func(*policy.Set)
 	if opts.Role.reconciles() {
@@ -108,6 +108,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 			return err
 		}
 		checks = append(checks, servingCheck(mgr), recordKeyCheck(keys))
+	}
+	if opts.Role.reconciles() {
+		if err := addUsage(ctx, mgr, engine, log); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: checks, log: log}); err != nil {
 		return err

@@ -25,7 +25,7 @@ const (
 	// AttrType is "gpu" for a whole GPU, "mig" for a MIG instance.
 	AttrType = allocator.DRAAttrType
 	// AttrUUID is NVML's UUID: the GPU's, or the MIG device's when known.
-	AttrUUID = "uuid"
+	AttrUUID = allocator.DRAAttrUUID
 	// AttrProduct is the product NVML reports ("NVIDIA H100 80GB HBM3").
 	AttrProduct = "product"
 	// AttrModel is the catalog's model ("H100-80GB").
@@ -35,7 +35,7 @@ const (
 	// AttrProfile is a MIG instance's profile ("3g.40gb").
 	AttrProfile = allocator.DRAAttrProfile
 	// AttrParentUUID is the UUID of a MIG instance's GPU.
-	AttrParentUUID = "parentUUID"
+	AttrParentUUID = allocator.DRAAttrParentUUID
 	// CapacityMemory is the device's memory in bytes.
 	CapacityMemory = allocator.DRACapacityMemory
 )

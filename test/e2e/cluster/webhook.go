@@ -286,6 +286,17 @@ func (c *Cluster) WebhookMetricsURL() string {
 	return "http://" + c.webhook.metrics + "/metrics"
 }
 
+// ControllerMetricsURL is the URL of the controller's /metrics (the
+// usage metrics its leader exports) when it runs as its own process; ""
+// when it runs in this process, whose controller-runtime registry holds
+// them, or is stopped.
+func (c *Cluster) ControllerMetricsURL() string {
+	if c.controller == nil || c.controller.metrics == "" {
+		return ""
+	}
+	return "http://" + c.controller.metrics + "/metrics"
+}
+
 // Serving is where gpuadmit's webhook listens and the serving certificate
 // the API server trusts (tls.crt and tls.key in certDir, signed by caPEM),
 // for other webhook servers that the API server should reach the same way.

@@ -1,0 +1,70 @@
+package usage_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/usage"
+)
+
+func device(name, uuid, parent string, mib int64) resourceapi.Device {
+	d := resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{},
+		Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+			allocator.DRACapacityMemory: {Value: *resource.NewQuantity(mib<<20, resource.BinarySI)},
+		}}
+	if uuid != "" {
+		d.Attributes[allocator.DRAAttrUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(uuid)}
+	}
+	if parent != "" {
+		d.Attributes[allocator.DRAAttrParentUUID] = resourceapi.DeviceAttribute{StringValue: ptr.To(parent)}
+	}
+	return d
+}
+
+func slice(node string, gen int64, devs ...resourceapi.Device) resourceapi.ResourceSlice {
+	return resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{
+		Driver: allocator.DRADriver, NodeName: ptr.To(node),
+		Pool: resourceapi.ResourcePool{Name: node, Generation: gen}, Devices: devs,
+	}}
+}
+
+func allocated(results ...resourceapi.DeviceRequestAllocationResult) resourceapi.ResourceClaim {
+	return resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{
+		Devices: resourceapi.DeviceAllocationResult{Results: results},
+	}}}
+}
+
+func result(pool, dev string, consumedMiB int64) resourceapi.DeviceRequestAllocationResult {
+	r := resourceapi.DeviceRequestAllocationResult{Driver: allocator.DRADriver, Pool: pool, Device: dev, Request: "gpu"}
+	if consumedMiB > 0 {
+		r.ConsumedCapacity = map[resourceapi.QualifiedName]resource.Quantity{allocator.DRACapacityMemory: *resource.NewQuantity(consumedMiB<<20, resource.BinarySI)}
+	}
+	return r
+}
+
+func TestDRAGPUs(t *testing.T) {
+	slices := []resourceapi.ResourceSlice{
+		slice("n1", 1, device("gpu-0", "GPU-old", "", 15360)), // an older generation
+		slice("n1", 2, device("gpu-1", "GPU-b", "", 15360), device("gpu-0", "GPU-a", "", 15360)),
+		slice("n2", 1, device("mig-0-1", "MIG-x", "GPU-c", 9984), device("mig-0-2", "", "GPU-c", 9984)),
+	}
+	claims := []resourceapi.ResourceClaim{
+		allocated(result("n1", "gpu-0", 9216)),
+		allocated(result("n1", "gpu-0", 1024), result("n1", "gpu-1", 9216)),
+		allocated(result("n2", "mig-0-2", 0)), // a MIG device is taken whole
+		{},                                    // not allocated
+		allocated(resourceapi.DeviceRequestAllocationResult{Driver: "other.example.com", Pool: "n1", Device: "gpu-1"}),
+	}
+	want := map[string][]usage.GPU{
+		"n1": {{UUID: "GPU-a", CapacityMiB: 15360, AllocatedMiB: 10240}, {UUID: "GPU-b", CapacityMiB: 15360, AllocatedMiB: 9216}},
+		"n2": {{UUID: "GPU-c", CapacityMiB: 9984}, {UUID: "GPU-c", CapacityMiB: 9984, AllocatedMiB: 9984}},
+	}
+	if diff := cmp.Diff(want, usage.DRAGPUs(slices, claims)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
