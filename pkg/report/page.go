@@ -13,7 +13,7 @@ var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
 table { border-collapse: collapse; margin: .5em 0; }
-th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; }
+th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: right; white-space: nowrap; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 svg text { font: 12px system-ui, sans-serif; }
 .legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; vertical-align: middle; }
