@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
@@ -55,7 +56,7 @@ func poolChart(v View) chart {
 		if p.Name == usage.NoPool {
 			continue
 		}
-		scale := func(mib int64) float64 { return float64(mib) / float64(max) * chartBarW }
+		scale := func(mib int64) float64 { return px(float64(mib) / float64(max) * chartBarW) }
 		b := bar{Label: p.Name, Value: fmt.Sprintf("%s of %s", gib(p.AllocatedMiB), gib(p.CapacityMiB))}
 		x := chartLabelW
 		for _, s := range []struct {
@@ -85,7 +86,7 @@ func namespaceChart(v View, title string, value func(NamespaceView) float64) cha
 		f := value(n)
 		b := bar{Label: n.Name, Value: strconv.FormatFloat(f, 'f', 2, 64), End: chartLabelW}
 		if f > 0 && max > 0 {
-			w := f / max * chartBarW
+			w := px(f / max * chartBarW)
 			b.Segs = []segment{{Name: b.Value, Color: colAllocated, X: chartLabelW, W: w}}
 			b.End += w
 		}
@@ -102,6 +103,9 @@ func (c chart) layout() chart {
 	c.Width, c.Height = int(chartLabelW+chartBarW+120), len(c.Bars)*chartRowH+4
 	return c
 }
+
+// px rounds a coordinate to a tenth of a pixel, which no screen shows.
+func px(f float64) float64 { return math.Round(f*10) / 10 }
 
 func maxOf[T int64 | float64](a, b T) T {
 	if b > a {

@@ -55,7 +55,7 @@ func TestCostReport(t *testing.T) {
 
 	a100, _ := allocator.Default().Model("A100-40GB")
 	const shareMiB, askMiB = 34 << 10, 10 << 10
-	free := a100.MemoryMiB - shareMiB // on each GPU
+	free := a100.MemoryMiB - shareMiB                                   // on each GPU
 	cents := func(f float64) float64 { return math.Round(f*100) / 100 } // the report's rounding
 	gpus := func(mib int64) float64 { return cents(float64(mib) / float64(a100.MemoryMiB)) }
 	want := report.PoolView{Name: pool, Model: "A100-40GB", GPUs: 2, GPUMemoryMiB: a100.MemoryMiB,
