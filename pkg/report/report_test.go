@@ -171,3 +171,20 @@ func TestReadObjectsRefusesOtherKinds(t *testing.T) {
 		t.Errorf("ReadObjects(PodList) = %+v, %v; want pod a (a typed list's items may omit their kind)", objs, err)
 	}
 }
+
+// ReadObjects reads what a user hands it: it returns objects or an error,
+// never panics, on any stream.
+func FuzzReadObjects(f *testing.F) {
+	for _, seed := range []string{
+		"kind: Pod\nmetadata: {name: a}\n",
+		"kind: List\nitems:\n- kind: ResourceQuota\n  status: {hard: {cpu: 1}}\n- 3\n",
+		"kind: PodList\nitems: [{spec: {containers: [{resources: {requests: {cpu: x}}}]}}]\n",
+		"---\n---\nkind: ResourceSlice\nspec: {devices: [{}]}\n",
+		`{"kind":"ResourceClaim","status":{"allocation":{"devices":{"results":[{}]}}}}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _ = report.ReadObjects(strings.NewReader(s))
+	})
+}
