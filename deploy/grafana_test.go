@@ -306,8 +306,8 @@ func TestHelmGrafanaDashboard(t *testing.T) {
 			if got := cm.Labels[tc.label]; got != tc.value {
 				t.Errorf("label %s = %q, want %q (labels %v)", tc.label, got, tc.value, cm.Labels)
 			}
-			if got := cm.Annotations["grafana_folder"]; got != tc.folder {
-				t.Errorf("annotation grafana_folder = %q, want %q", got, tc.folder)
+			if got := cm.Annotations["k8s-sidecar-target-directory"]; got != tc.folder {
+				t.Errorf("annotation k8s-sidecar-target-directory = %q, want %q", got, tc.folder)
 			}
 			if diff := cmp.Diff(strings.TrimRight(string(want), "\n"), cm.Data["gpuadmit.json"]); diff != "" {
 				t.Errorf("data gpuadmit.json (-dashboard file +chart):\n%s", diff)
