@@ -35,29 +35,26 @@ type cell struct{ Key, Text string }
 func num[T int64 | float64](f T) string { return strconv.FormatFloat(float64(f), 'f', -1, 64) }
 
 func tables(v View) []table {
-	t := v.Total
-	total := table{Title: "Cluster", Headers: []string{"GPUs", "capacity MiB", "allocated MiB", "free MiB", "stranded MiB", "pending pods", "pending MiB", "cost / hour", "stranded cost / hour"},
+	pools, alloc, pend := poolTables(v.Pools)
+	return []table{totalTable(v.Total), pools, namespaceTable(v.Namespaces), alloc, pend, gpuTable(v.GPUs)}
+}
+
+func totalTable(t Total) table {
+	return table{Title: "Cluster", Headers: []string{"GPUs", "capacity MiB", "allocated MiB", "free MiB", "stranded MiB", "pending pods", "pending MiB", "cost / hour", "stranded cost / hour"},
 		Rows: [][]cell{{{"total.gpus", num(t.GPUs)}, {"total.capacityMiB", num(t.CapacityMiB)}, {"total.allocatedMiB", num(t.AllocatedMiB)},
 			{"total.freeMiB", num(t.FreeMiB)}, {"total.strandedMiB", num(t.StrandedMiB)}, {"total.pendingPods", num(t.PendingPods)},
 			{"total.pendingMiB", num(t.PendingMiB)}, {"total.allocatedCostPerHour", num(t.AllocatedCostPerHour)}, {"total.strandedCostPerHour", num(t.StrandedCostPerHour)}}}}
-	pools := table{Title: "Pools", Headers: []string{"pool", "model", "mode", "GPUs", "GPU MiB", "capacity MiB", "allocated MiB", "free MiB", "stranded MiB",
+}
+
+// poolTables are the pools, what each namespace holds of them, and what
+// each namespace waits for on them.
+func poolTables(ps []PoolView) (pools, alloc, pend table) {
+	pools = table{Title: "Pools", Headers: []string{"pool", "model", "mode", "GPUs", "GPU MiB", "capacity MiB", "allocated MiB", "free MiB", "stranded MiB",
 		"fragmentation MiB", "allocated GPUs", "free GPUs", "stranded GPUs", "pending pods", "pending MiB", "price / GPU-hour", "cost / hour", "stranded cost / hour"}}
-	alloc := table{Title: "Allocated", Headers: []string{"pool", "namespace", "form", "MiB", "GPUs"}}
-	pend := table{Title: "Pending", Headers: []string{"pool", "namespace", "reason", "pods", "MiB"}}
-	for i, p := range v.Pools {
-		k := func(f string) string { return fmt.Sprintf("pools[%d].%s", i, f) }
-		opt := func(f string, x *float64) cell {
-			if x == nil {
-				return cell{Text: "-"}
-			}
-			return cell{k(f), num(*x)}
-		}
-		pools.Rows = append(pools.Rows, []cell{{k("name"), p.Name}, {k("model"), p.Model}, {k("mode"), p.Mode}, {k("gpus"), num(p.GPUs)},
-			{k("gpuMemoryMiB"), num(p.GPUMemoryMiB)}, {k("capacityMiB"), num(p.CapacityMiB)}, {k("allocatedMiB"), num(p.AllocatedMiB)},
-			{k("freeMiB"), num(p.FreeMiB)}, {k("strandedMiB"), num(p.StrandedMiB)}, {k("fragmentationMiB"), num(p.FragmentationMiB)},
-			{k("allocatedGPUs"), num(p.AllocatedGPUs)}, {k("freeGPUs"), num(p.FreeGPUs)}, {k("strandedGPUs"), num(p.StrandedGPUs)},
-			{k("pendingPods"), num(p.PendingPods)}, {k("pendingMiB"), num(p.PendingMiB)},
-			opt("pricePerGPUHour", p.PricePerGPUHour), opt("allocatedCostPerHour", p.AllocatedCostPerHour), opt("strandedCostPerHour", p.StrandedCostPerHour)})
+	alloc = table{Title: "Allocated", Headers: []string{"pool", "namespace", "form", "MiB", "GPUs"}}
+	pend = table{Title: "Pending", Headers: []string{"pool", "namespace", "reason", "pods", "MiB"}}
+	for i, p := range ps {
+		pools.Rows = append(pools.Rows, poolRow(fmt.Sprintf("pools[%d].", i), p))
 		for j, a := range p.Allocated {
 			k := func(f string) string { return fmt.Sprintf("pools[%d].allocated[%d].%s", i, j, f) }
 			alloc.Rows = append(alloc.Rows, []cell{{Text: p.Name}, {k("namespace"), a.Namespace}, {k("form"), a.Form}, {k("mib"), num(a.MiB)}, {k("gpus"), num(a.GPUs)}})
@@ -67,28 +64,46 @@ func tables(v View) []table {
 			pend.Rows = append(pend.Rows, []cell{{Text: p.Name}, {k("namespace"), w.Namespace}, {k("reason"), w.Reason}, {k("pods"), num(w.Pods)}, {k("mib"), num(w.MiB)}})
 		}
 	}
-	nss := table{Title: "Namespaces", Headers: []string{"namespace", "allocated MiB", "cost / hour", "pending pods", "pending MiB", "quota used MiB", "quota hard MiB", "quota used"}}
-	for i, n := range v.Namespaces {
+	return pools, alloc, pend
+}
+
+// poolRow is one pool's figures, their keys under prefix.
+func poolRow(prefix string, p PoolView) []cell {
+	k := func(f string) string { return prefix + f }
+	return []cell{{k("name"), p.Name}, {k("model"), p.Model}, {k("mode"), p.Mode}, {k("gpus"), num(p.GPUs)},
+		{k("gpuMemoryMiB"), num(p.GPUMemoryMiB)}, {k("capacityMiB"), num(p.CapacityMiB)}, {k("allocatedMiB"), num(p.AllocatedMiB)},
+		{k("freeMiB"), num(p.FreeMiB)}, {k("strandedMiB"), num(p.StrandedMiB)}, {k("fragmentationMiB"), num(p.FragmentationMiB)},
+		{k("allocatedGPUs"), num(p.AllocatedGPUs)}, {k("freeGPUs"), num(p.FreeGPUs)}, {k("strandedGPUs"), num(p.StrandedGPUs)},
+		{k("pendingPods"), num(p.PendingPods)}, {k("pendingMiB"), num(p.PendingMiB)},
+		optional(k("pricePerGPUHour"), p.PricePerGPUHour), optional(k("allocatedCostPerHour"), p.AllocatedCostPerHour),
+		optional(k("strandedCostPerHour"), p.StrandedCostPerHour)}
+}
+
+func namespaceTable(ns []NamespaceView) table {
+	t := table{Title: "Namespaces", Headers: []string{"namespace", "allocated MiB", "cost / hour", "pending pods", "pending MiB", "quota used MiB", "quota hard MiB", "quota used"}}
+	for i, n := range ns {
 		k := func(f string) string { return fmt.Sprintf("namespaces[%d].%s", i, f) }
-		row := []cell{{k("name"), n.Name}, {k("allocatedMiB"), num(n.AllocatedMiB)}, {k("costPerHour"), num(n.CostPerHour)},
-			{k("pendingPods"), num(n.PendingPods)}, {k("pendingMiB"), num(n.PendingMiB)}}
-		if n.QuotaHardMiB != nil {
-			row = append(row, cell{k("quotaUsedMiB"), num(*n.QuotaUsedMiB)}, cell{k("quotaHardMiB"), num(*n.QuotaHardMiB)})
-		} else {
-			row = append(row, cell{Text: "-"}, cell{Text: "-"})
-		}
-		if n.QuotaUsed != nil {
-			row = append(row, cell{k("quotaUsed"), num(*n.QuotaUsed)})
-		} else {
-			row = append(row, cell{Text: "-"})
-		}
-		nss.Rows = append(nss.Rows, row)
+		t.Rows = append(t.Rows, []cell{{k("name"), n.Name}, {k("allocatedMiB"), num(n.AllocatedMiB)}, {k("costPerHour"), num(n.CostPerHour)},
+			{k("pendingPods"), num(n.PendingPods)}, {k("pendingMiB"), num(n.PendingMiB)},
+			optional(k("quotaUsedMiB"), n.QuotaUsedMiB), optional(k("quotaHardMiB"), n.QuotaHardMiB), optional(k("quotaUsed"), n.QuotaUsed)})
 	}
-	gpus := table{Title: "GPUs known one by one (DRA)", Headers: []string{"UUID", "node", "pool", "model", "capacity MiB", "allocated MiB"}}
-	for i, g := range v.GPUs {
+	return t
+}
+
+func gpuTable(gs []GPUView) table {
+	t := table{Title: "GPUs known one by one (DRA)", Headers: []string{"UUID", "node", "pool", "model", "capacity MiB", "allocated MiB"}}
+	for i, g := range gs {
 		k := func(f string) string { return fmt.Sprintf("gpus[%d].%s", i, f) }
-		gpus.Rows = append(gpus.Rows, []cell{{k("uuid"), g.UUID}, {k("node"), g.Node}, {k("pool"), g.Pool}, {k("model"), g.Model},
+		t.Rows = append(t.Rows, []cell{{k("uuid"), g.UUID}, {k("node"), g.Node}, {k("pool"), g.Pool}, {k("model"), g.Model},
 			{k("capacityMiB"), num(g.CapacityMiB)}, {k("allocatedMiB"), num(g.AllocatedMiB)}})
 	}
-	return []table{total, pools, nss, alloc, pend, gpus}
+	return t
+}
+
+// optional is a figure the JSON leaves out when absent: "-", with no key.
+func optional[T int64 | float64](key string, v *T) cell {
+	if v == nil {
+		return cell{Text: "-"}
+	}
+	return cell{key, num(*v)}
 }
