@@ -6,7 +6,7 @@ GO ?= go
 # cgo's warnings about them out of the build log.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: run test test-node build images scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down
+.PHONY: run test test-node build images scheduler bench bench-admission bench-packing dev-cluster dev-cluster-down report-png
 
 run:
 	$(GO) run ./cmd/gpuadmit mutate -f examples/pods/hami-memory.yaml --nodes examples/nodes.yaml --namespace examples/namespace.yaml
@@ -44,6 +44,18 @@ test-node:
 
 build:
 	$(GO) build -o bin/ ./cmd/...
+
+# report-png renders `gpuadmit report -o html` of the example cluster
+# (examples/nodes.yaml, the pods of pkg/report/testdata/pods.yaml, example
+# prices) to docs/report.png with headless Chromium (Debian's chromium
+# package: apt-get install chromium). Not part of make test.
+CHROMIUM ?= chromium
+report-png:
+	mkdir -p .bin
+	$(GO) run ./cmd/gpuadmit report --nodes examples/nodes.yaml --pods pkg/report/testdata/pods.yaml \
+		--price A100-80GB=1.8 --price H100-80GB=2.9 --price H200-141GB=3.5 --price T4=0.35 -o html > .bin/report.html
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=2300,1400 \
+		--screenshot=$(CURDIR)/docs/report.png file://$(CURDIR)/.bin/report.html
 
 # images builds the webhook's and the agent's images without a container
 # engine, as OCI image layout archives in .bin/images (hack/images; the

@@ -1,6 +1,6 @@
 // Command gpuadmit is gpuadmit's command line: the offline decision
-// (`mutate`), policy tests (`test`) and the GPU catalog (`catalog`). It links
-// no benchmark: those are gpuadmit-bench's.
+// (`mutate`), policy tests (`test`), the GPU catalog (`catalog`) and where
+// the GPUs go (`report`). It links no benchmark: those are gpuadmit-bench's.
 package main
 
 import (
@@ -17,7 +17,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	root := &cobra.Command{Use: "gpuadmit", Short: "GPU admission control for Kubernetes", SilenceUsage: true}
-	root.AddCommand(mutateCmd(), testCmd(), catalogCmd(), certsCmd(), quotaCmd(), capacityCmd())
+	root.AddCommand(mutateCmd(), testCmd(), catalogCmd(), certsCmd(), quotaCmd(), capacityCmd(), reportCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		os.Exit(1)
 	}
