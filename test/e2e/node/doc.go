@@ -135,10 +135,14 @@
 // file, the MIG device's discoverer fails, and so would Prepare. Nothing
 // gpuadmit can pass reaches it: WithMIGCaps is in an internal package, and
 // runc v1.5.2 refuses to mount anything under a container's /proc but
-// lxcfs's few files (checkProcMount), so not even the agent's DaemonSet
-// could be given a fake one. The cap device nodes themselves
+// lxcfs's few files (checkProcMount), so the agent's pod spec cannot give
+// it a fake one. What would: the agent, privileged, bind-mounting a fake
+// directory over /proc/driver in its own mount namespace (such a mount
+// works on these machines: checked with unshare -m as root), in the
+// fake-NVML build only; not built. The cap device nodes themselves
 // (/dev/nvidia-caps/nvidia-cap<minor>) are looked up under the dev root and
-// could be mknod'ed like the GPUs'. go-nvlib's MigDevice.GetProfile, which
+// could be mknod'ed like the GPUs' (nvcdi reads no major from
+// /proc/devices; only nvidia-ctk's create-dev-char-symlinks does). go-nvlib's MigDevice.GetProfile, which
 // NewForMigDevice calls first, also needs compute instances and MIG device
 // attributes that package fakegpu's NVML does not answer. What a held
 // device that is gone does (the NoExecute taint, the eviction) is the same
