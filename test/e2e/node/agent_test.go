@@ -547,10 +547,11 @@ func TestKubeletDRATaintsAFailedGPU(t *testing.T) {
 // A GPU instance deleted while the DRA driver publishes its GPU's MIG
 // devices (the fake NVML's control file) leaves the driver's ResourceSlice
 // at the next rediscovery, the other instance and the whole GPU staying.
-// (No pod runs on a MIG device here: a MIG device's CDI edits need the
-// driver's /proc/driver/nvidia-caps, which a machine without the driver
-// lacks, so the NoExecute gone taint of an instance a claim holds is
-// proven by unit tests only.)
+// (No pod runs on a MIG device here: nvcdi reads a MIG device's capability
+// minors from the host's /proc/driver/nvidia-caps, which a machine without
+// the driver lacks, whatever the driver root; doc.go says more. The
+// NoExecute gone taint and eviction of a device a claim holds are proven on
+// this node with a lost GPU, TestKubeletDRALostGPUEvictsItsPod.)
 func TestKubeletDRAUnpublishesADeletedMIGInstance(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()

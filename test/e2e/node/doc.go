@@ -117,6 +117,35 @@
 //     controller-manager runs the node-lifecycle controller (it lifts the
 //     node.kubernetes.io/not-ready taint), the resource-claim controller,
 //     and the root-CA publisher with --root-ca-file (kube-root-ca.crt,
-//     which every ServiceAccount token volume projects). kwok is not run:
-//     it would take the real node over.
+//     which every ServiceAccount token volume projects), and the
+//     device-taint eviction controller (DRADeviceTaints is GA and on by
+//     default in v1.37; the controller only needs naming), which evicts the
+//     pods of claims whose device the DRA driver tainted NoExecute
+//     (gpu.gpuadmit.io/gone). kwok is not run: it would take the real node
+//     over.
+//
+// What the node cannot do: run a pod on a MIG device. nvcdi v1.20.2 makes
+// a MIG device's edits in internal/platform-support/dgpu.NewForMigDevice,
+// which its MIG spec generator (pkg/nvcdi/mig-device-nvml.go) calls
+// without WithMIGCaps, so the MIG capability minors come from
+// nvcaps.NewMigCaps: the host's /proc/driver/nvidia-caps/mig-minors,
+// whatever WithDriverRoot and WithDevRoot say (only the MIG management
+// devices "config" and "monitor", lib-mig-caps.go, read that file under
+// the driver root). Without the NVIDIA kernel module there is no such
+// file, the MIG device's discoverer fails, and so would Prepare. Nothing
+// gpuadmit can pass reaches it: WithMIGCaps is in an internal package, and
+// runc v1.5.2 refuses to mount anything under a container's /proc but
+// lxcfs's few files (checkProcMount), so the agent's pod spec cannot give
+// it a fake one. What would: the agent, privileged, bind-mounting a fake
+// directory over /proc/driver in its own mount namespace (such a mount
+// works on these machines: checked with unshare -m as root), in the
+// fake-NVML build only; not built. The cap device nodes themselves
+// (/dev/nvidia-caps/nvidia-cap<minor>) are looked up under the dev root and
+// could be mknod'ed like the GPUs' (nvcdi reads no major from
+// /proc/devices; only nvidia-ctk's create-dev-char-symlinks does). go-nvlib's MigDevice.GetProfile, which
+// NewForMigDevice calls first, also needs compute instances and MIG device
+// attributes that package fakegpu's NVML does not answer. What a held
+// device that is gone does (the NoExecute taint, the eviction) is the same
+// for a deleted MIG instance and a lost GPU (package dra's SetGPUs), and is
+// proven here with a lost GPU (TestKubeletDRALostGPUEvictsItsPod).
 package node

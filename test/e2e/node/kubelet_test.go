@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -128,7 +129,9 @@ func TestKubeletExecReadsAFile(t *testing.T) {
 func deletePod(t *testing.T, n *Node, pod *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
-	if err := n.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+	if err := n.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); apierrors.IsNotFound(err) {
+		return // gone already: evicted, or deleted by the test
+	} else if err != nil {
 		t.Errorf("delete pod %s: %v", pod.Name, err)
 		return
 	}

@@ -132,7 +132,11 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 //     as the kubernetes Service's endpoint, which a loopback one cannot be;
 //   - the kubelet reached by the node's Hostname address (its name), as the
 //     kubelet refuses a loopback node IP and serves on 127.0.0.1 only;
-//   - the node-lifecycle controller, which lifts the not-ready taint.
+//   - the node-lifecycle controller, which lifts the not-ready taint;
+//   - the device-taint eviction controller (DRADeviceTaints, GA and on by
+//     default in v1.37, but not among the controllers the cluster package
+//     runs), which evicts the pods of claims whose device carries a
+//     NoExecute taint: the DRA driver's gpu.gpuadmit.io/gone.
 func (n *Node) startCluster(ctx context.Context, opts Options) error {
 	co := opts.Cluster
 	co.BinDir, co.Root, co.LogDir = opts.BinDir, opts.Root, n.LogDir
@@ -146,7 +150,7 @@ func (n *Node) startCluster(ctx context.Context, opts Options) error {
 		"endpoint-reconciler-type":        {"none"},
 		"kubelet-preferred-address-types": {"Hostname"},
 	})
-	co.Controllers = append(slices.Clip(co.Controllers), "node-lifecycle-controller", "root-ca-certificate-publisher-controller")
+	co.Controllers = append(slices.Clip(co.Controllers), "node-lifecycle-controller", "root-ca-certificate-publisher-controller", "device-taint-eviction-controller")
 	c, err := cluster.Start(ctx, co)
 	if err != nil {
 		return err
