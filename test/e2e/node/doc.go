@@ -17,7 +17,13 @@
 // server and the kubelet (what kubectl logs and exec do), Ctr
 // for containerd, Import for images of its own (Image writes an OCI layout
 // archive from files on this machine, no image builder involved),
-// RestartKubelet and RestartContainerd, NVIDIARuntime for a pod that runs
+// RestartKubelet and RestartContainerd, Reboot (reboot.go: the kubelet
+// and containerd stop, every container is killed, what a reboot loses is
+// wiped: /run/containerd, containerd's state, every mount under
+// /var/lib/kubelet, the kubelet's cgroups and gpuadmit's CDI specs in
+// /var/run/cdi, and only those of /var/run/cdi's files; /var/lib/kubelet
+// with the kubelet's and the DRA driver's checkpoints, containerd's images
+// and the fake driver root stay; then both start again), NVIDIARuntime for a pod that runs
 // under NVIDIA's container runtime (below), and CDISpecDir, a CDI spec
 // directory of its own that stands in for /etc/cdi. Start and Stop bracket the package
 // (TestMain); Stop kills every container and unmounts and removes what the
