@@ -29,7 +29,7 @@
 // (TestMain); Stop kills every container and unmounts and removes what the
 // node left under /var/lib/kubelet, /run/containerd and its temp directory
 // (checked against /proc/self/mountinfo, and nothing is removed while
-// something below is still mounted), its cgroups and its log links.
+// something below is still mounted), its cgroups, its log links and gpuadmit's CDI specs in /var/run/cdi.
 //
 // gpuadmit's node agent runs on the node as its DaemonSets do
 // (agent.go): BuildAgentImage builds cmd/agent with the fake NVML of

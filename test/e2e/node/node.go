@@ -210,7 +210,7 @@ func (n *Node) Stop() error {
 	if n.ownLogLinks {
 		_ = os.Remove(ContainerLogLinks) // only if empty
 	}
-	errs = append(errs, removeCgroups())
+	errs = append(errs, removeCgroups(), removeSpecs())
 	if n.Cluster != nil {
 		n.Cluster.Stop()
 	}

@@ -66,6 +66,13 @@ func (n *Node) wipeRunState() error {
 	if err := removeCgroups(); err != nil {
 		return err
 	}
+	return removeSpecs()
+}
+
+// removeSpecs removes gpuadmit's CDI specs from RunCDIDir (SpecFiles), as
+// a reboot does and as Stop does so that no run leaves claim specs behind
+// on this machine.
+func removeSpecs() error {
 	specs, err := SpecFiles(RunCDIDir)
 	if err != nil {
 		return err
