@@ -26,17 +26,6 @@ import (
 // platform team withdraws a namespace's GPU access in Git.
 const withdrawn = "GPU access withdrawn from this namespace"
 
-// sealNamespace creates a namespace for one test, deleted at its end.
-func sealNamespace(t *testing.T, ctx context.Context, name string) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
-	return name
-}
-
 // withdrawGPU swaps in the default policy set plus a rule that denies
 // every GPU pod of namespace ns, as a policy change from Git would, and
 // waits until it decides; the test's end swaps the default set back in
@@ -92,7 +81,7 @@ func asSaved(p *corev1.Pod) *corev1.Pod {
 // again, the same saved pod passes, the same, with a fresh seal.
 func TestGateSavedPodIsDecidedAgainAfterPolicyChange(t *testing.T) {
 	ctx := context.Background()
-	ns := sealNamespace(t, ctx, "gate-saved")
+	ns := plainNamespace(t, ctx, "gate-saved")
 	admitted := h100Pod(ns, "saved")
 	if err := env.Client.Create(ctx, admitted); err != nil {
 		t.Fatalf("step create: %v", err)
@@ -156,7 +145,7 @@ func apiEqual(a, b any) bool {
 func TestGateKueueJobKeepsItsSealAcrossPolicyChange(t *testing.T) {
 	ctx := context.Background()
 	startKueue(t, ctx)
-	ns := sealNamespace(t, ctx, "gate-kueue")
+	ns := plainNamespace(t, ctx, "gate-kueue")
 	objects := `
 apiVersion: kueue.x-k8s.io/v1beta2
 kind: ResourceFlavor

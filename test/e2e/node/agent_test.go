@@ -485,17 +485,7 @@ func waitSliceDevices(ctx context.Context, t *testing.T, n *Node, count int) {
 // claim, and the memory (MiB) the claim consumed of it.
 func claimedGPU(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) (int, int64) {
 	t.Helper()
-	got, err := n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Status.ResourceClaimStatuses) != 1 || got.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
-		t.Fatalf("pod %s's claim statuses: %+v", pod.Name, got.Status.ResourceClaimStatuses)
-	}
-	c, err := n.Client.ResourceV1().ResourceClaims(pod.Namespace).Get(ctx, *got.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := podClaim(ctx, t, n, pod)
 	if c.Status.Allocation == nil || len(c.Status.Allocation.Devices.Results) != 1 {
 		t.Fatalf("claim %s allocation: %+v", c.Name, c.Status.Allocation)
 	}
