@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/gpuadmit/gpuadmit/internal/policytest"
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
-	"github.com/gpuadmit/gpuadmit/policies"
 )
 
 // countingEval answers as the default policies under revision rev and
@@ -297,21 +296,7 @@ func (e *countingEngine) Evaluate(ctx context.Context, in policy.Input) (policy.
 // engineAt loads the default set with files added, on a fake clock.
 func engineAt(t *testing.T, clock *clocktesting.FakePassiveClock, files map[string]string) *countingEngine {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	entries, err := policies.FS.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := policies.FS.ReadFile(e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		fsys[e.Name()] = &fstest.MapFile{Data: b}
-	}
-	for name, body := range files {
-		fsys[name] = &fstest.MapFile{Data: []byte(body)}
-	}
+	fsys := policytest.MapFS(t, files)
 	e := policy.NewEngine(policy.Options{Clock: clock})
 	if _, err := e.Load(context.Background(), policy.Source{FS: fsys, Name: t.Name()}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gpuadmit/gpuadmit/internal/policytest"
 	"github.com/gpuadmit/gpuadmit/policies"
 )
 
@@ -35,29 +36,10 @@ func TestEmbeddedSetPassesItsOwnTests(t *testing.T) {
 	}
 }
 
-// embeddedWith returns the default set with files replaced or added.
+// embeddedWith returns the default set with files replaced or added (an
+// empty body leaves a file out).
 func embeddedWith(t *testing.T, files map[string]string) fstest.MapFS {
-	t.Helper()
-	fsys := fstest.MapFS{}
-	entries, err := policies.FS.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		b, err := policies.FS.ReadFile(e.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		fsys[e.Name()] = &fstest.MapFile{Data: b}
-	}
-	for name, body := range files {
-		if body == "" {
-			delete(fsys, name)
-			continue
-		}
-		fsys[name] = &fstest.MapFile{Data: []byte(body)}
-	}
-	return fsys
+	return policytest.MapFS(t, files)
 }
 
 func TestLoadKeepsTheLastGoodSet(t *testing.T) {

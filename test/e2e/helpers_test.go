@@ -14,7 +14,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuadmit/gpuadmit/policies"
+	"github.com/gpuadmit/gpuadmit/internal/policytest"
 )
 
 // preparePolicies lays out a policy root the way git-sync does: versions in
@@ -36,15 +36,12 @@ func writePolicies(dir string, files map[string]string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	entries, _ := policies.FS.ReadDir(".")
-	for _, e := range entries {
-		b, _ := policies.FS.ReadFile(e.Name())
-		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
-			return err
-		}
+	set, err := policytest.Files(files)
+	if err != nil {
+		return err
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+	for name, b := range set {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}
 	}
