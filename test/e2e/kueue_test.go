@@ -197,16 +197,7 @@ spec: {clusterQueue: gpu}
 func TestKueueJobIsAdmittedOnTheGPUItsPodsGet(t *testing.T) {
 	ctx := context.Background()
 	startKueue(t, ctx)
-	for _, doc := range strings.Split(kueueObjects, "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Create(ctx, u); err != nil {
-			t.Fatalf("create Kueue %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
-	}
+	createKueueObjects(t, ctx, kueueObjects)
 
 	asked := readPod(t, filepath.Join(root, "examples/pods/hami-memory.yaml"))
 	job := &batchv1.Job{
@@ -352,4 +343,20 @@ func httpOK(url string) (bool, string) {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode == http.StatusOK, resp.Status
+}
+
+// createKueueObjects creates Kueue's objects of a YAML stream (documents
+// separated by "---" lines) and deletes them after the test.
+func createKueueObjects(t *testing.T, ctx context.Context, objects string) {
+	t.Helper()
+	for _, doc := range strings.Split(objects, "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, u); err != nil {
+			t.Fatalf("create Kueue %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
+	}
 }

@@ -13,11 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
@@ -171,16 +169,7 @@ kind: LocalQueue
 metadata: {name: gpu, namespace: ` + ns + `}
 spec: {clusterQueue: gate-gpu}
 `
-	for _, doc := range strings.Split(objects, "\n---\n") {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Create(ctx, u); err != nil {
-			t.Fatalf("create Kueue %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
-	}
+	createKueueObjects(t, ctx, objects)
 
 	asked := readPod(t, filepath.Join(root, "examples/pods/hami-memory.yaml"))
 	job := &batchv1.Job{
