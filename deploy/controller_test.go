@@ -91,14 +91,7 @@ func policiesArgs(args []string) []string {
 // meets the API server's.
 func checkControllerPolicy(t *testing.T, objs objects) {
 	t.Helper()
-	vap := get[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "", "gpuadmit-controller")
-	b := get[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", "", "gpuadmit-controller")
-	if b.Spec.PolicyName != vap.Name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
-		t.Errorf("binding %s: policy %q, actions %v; want %s with [Deny]", b.Name, b.Spec.PolicyName, b.Spec.ValidationActions, vap.Name)
-	}
-	if p := vap.Spec.FailurePolicy; p == nil || *p != admissionregistrationv1.Fail {
-		t.Errorf("failurePolicy = %s, want Fail", show(p))
-	}
+	vap := denyingPolicy(t, objs, "gpuadmit-controller")
 	e := newVAPEval(t, vap)
 	type obj = map[string]any
 	owned := obj{"app.kubernetes.io/managed-by": "gpuadmit"}

@@ -16,14 +16,7 @@ import (
 // dynamic: the API server's typed environment is met in test/e2e).
 func checkRecordPolicy(t *testing.T, objs objects) {
 	t.Helper()
-	vap := get[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "", "gpuadmit-record")
-	b := get[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", "", "gpuadmit-record")
-	if b.Spec.PolicyName != vap.Name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
-		t.Errorf("binding %s: policy %q, actions %v; want %s with [Deny]", b.Name, b.Spec.PolicyName, b.Spec.ValidationActions, vap.Name)
-	}
-	if p := vap.Spec.FailurePolicy; p == nil || *p != admissionregistrationv1.Fail {
-		t.Errorf("failurePolicy = %s, want Fail", show(p))
-	}
+	vap := denyingPolicy(t, objs, "gpuadmit-record")
 	rules := vap.Spec.MatchConstraints.ResourceRules
 	if len(rules) != 1 || !slices.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Update}) ||
 		!slices.Equal(rules[0].Resources, []string{"pods", "pods/status"}) || !slices.Equal(rules[0].APIGroups, []string{""}) {
@@ -118,4 +111,20 @@ func checkValidations(t *testing.T, vs []admissionregistrationv1.Validation, cas
 			t.Errorf("%s: allowed = %v, want %v", name, got, tc.want)
 		}
 	}
+}
+
+// denyingPolicy is the ValidatingAdmissionPolicy called name, checked to be
+// bound under the same name with Deny and to fail closed (failurePolicy
+// Fail), as each of gpuadmit's own policies is.
+func denyingPolicy(t *testing.T, objs objects, name string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	t.Helper()
+	vap := get[*admissionregistrationv1.ValidatingAdmissionPolicy](t, objs, "ValidatingAdmissionPolicy", "", name)
+	b := get[*admissionregistrationv1.ValidatingAdmissionPolicyBinding](t, objs, "ValidatingAdmissionPolicyBinding", "", name)
+	if b.Spec.PolicyName != vap.Name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("binding %s: policy %q, actions %v; want %s with [Deny]", b.Name, b.Spec.PolicyName, b.Spec.ValidationActions, vap.Name)
+	}
+	if p := vap.Spec.FailurePolicy; p == nil || *p != admissionregistrationv1.Fail {
+		t.Errorf("failurePolicy = %s, want Fail", show(p))
+	}
+	return vap
 }
