@@ -544,25 +544,16 @@ func TestKubeletDRATaintsAFailedGPU(t *testing.T) {
 // A GPU instance deleted while the DRA driver publishes its GPU's MIG
 // devices (the fake NVML's control file) leaves the driver's ResourceSlice
 // at the next rediscovery, the other instance and the whole GPU staying.
-// (No pod runs on a MIG device here: nvcdi reads a MIG device's capability
-// minors from the host's /proc/driver/nvidia-caps, which a machine without
-// the driver lacks, whatever the driver root; doc.go says more. The
-// NoExecute gone taint and eviction of a device a claim holds are proven on
-// this node with a lost GPU, TestKubeletDRALostGPUEvictsItsPod.)
+// (One deleted under a claim stays, tainted, until its pod is evicted:
+// TestKubeletDRAVanishedMIGInstanceEvictsItsPod.)
 func TestKubeletDRAUnpublishesADeletedMIGInstance(t *testing.T) {
-	n := requireNode(t)
-	ctx := context.Background()
-	mig := fakegpu.GPUConfig{Reading: h100, MIG: []string{"3g.40gb", "3g.40gb"}}
-	gpus := newFakeGPUs(t, n, mig, h100GPU)
-	deployAgent(t, n, draMode.dir, draMode.name, draMode.labels, gpus, "--resync=2s")
-	want := map[string][]string{dra.MIGDeviceName(0, "3g.40gb", 1): nil, dra.MIGDeviceName(0, "3g.40gb", 2): nil, dra.GPUDeviceName(1): nil}
-	waitDevices(ctx, t, n, "as published", want)
-
+	n, gpus, _ := migNode(t, "--resync=2s")
 	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{GoneInstances: map[string][]uint32{gpus.UUIDs[0]: {1}}}); err != nil {
 		t.Fatal(err)
 	}
-	delete(want, dra.MIGDeviceName(0, "3g.40gb", 1))
-	waitDevices(ctx, t, n, "after GPU instance 1 was deleted", want)
+	want := migDevices()
+	delete(want, dra.MIGDeviceName(0, migProfile, 1))
+	waitDevices(context.Background(), t, n, "after GPU instance 1 was deleted", want)
 }
 
 // waitDevices waits a minute for the driver's devices and their taints
