@@ -31,6 +31,13 @@ func useNVML(f *flags) error {
 	if err != nil {
 		return err
 	}
+	// nvcdi reads MIG capabilities from /proc/driver whatever the driver
+	// root: the fake one goes there, in this container alone.
+	if node.ProcDriver != "" {
+		if err := fakegpu.MountProcDriver(node.ProcDriver); err != nil {
+			return err
+		}
+	}
 	open := func(cdi.Options) (nvml.Interface, func(), error) {
 		if err := nvmlError(node.Init()); err != nil {
 			return nil, nil, err

@@ -74,6 +74,7 @@ func (d *Device) enableMIG(index int, profiles []string) error {
 	d.GetGpuInstancesFunc = d.gpuInstances
 	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return len(d.mig.instances), nvml.SUCCESS }
 	d.GetMigDeviceHandleByIndexFunc = d.migDevice
+	d.GetGpuInstanceByIdFunc = d.gpuInstanceByID
 	return nil
 }
 
@@ -81,13 +82,74 @@ func (d *Device) enableMIG(index int, profiles []string) error {
 func (d *Device) gpuInstances(info *nvml.GpuInstanceProfileInfo) ([]nvml.GpuInstance, nvml.Return) {
 	var out []nvml.GpuInstance
 	for _, in := range d.mig.live() {
-		if in.profileID != info.Id {
-			continue
+		if in.profileID == info.Id {
+			out = append(out, d.gpuInstance(in))
 		}
-		gii := nvml.GpuInstanceInfo{Device: d, Id: in.id, ProfileId: in.profileID, Placement: in.placement}
-		out = append(out, &mock.GpuInstance{GetInfoFunc: func() (nvml.GpuInstanceInfo, nvml.Return) { return gii, nvml.SUCCESS }})
 	}
 	return out, nvml.SUCCESS
+}
+
+// gpuInstanceByID answers GetGpuInstanceById: the live instance of that
+// ID, or not found, as NVML answers for an ID no instance has.
+func (d *Device) gpuInstanceByID(id int) (nvml.GpuInstance, nvml.Return) {
+	for _, in := range d.mig.live() {
+		if int(in.id) == id {
+			return d.gpuInstance(in), nvml.SUCCESS
+		}
+	}
+	return nil, nvml.ERROR_NOT_FOUND
+}
+
+// gpuInstance is a GPU instance with one compute instance, ID 0, that
+// takes all of it (what `nvidia-smi mig -cgi <profile> -C` creates, and
+// what each MIG device of this package stands for). It answers the compute
+// instance profile of that compute instance and no other: go-nvlib's
+// MigDevice.GetProfile, which nvcdi calls for a MIG device's edits, looks
+// the MIG device's compute instance up by its profile.
+func (d *Device) gpuInstance(in instance) nvml.GpuInstance {
+	p, _ := d.reading.profileByID(in.profileID)
+	gi := &mock.GpuInstance{}
+	gii := nvml.GpuInstanceInfo{Device: d, Id: in.id, ProfileId: in.profileID, Placement: in.placement}
+	ciProfile, ciInfo := fullComputeInstance(p.info)
+	cii := nvml.ComputeInstanceInfo{Device: d, GpuInstance: gi, Id: 0, ProfileId: ciInfo.Id,
+		Placement: nvml.ComputeInstancePlacement{Start: 0, Size: ciInfo.SliceCount}}
+	ci := &mock.ComputeInstance{GetInfoFunc: func() (nvml.ComputeInstanceInfo, nvml.Return) { return cii, nvml.SUCCESS }}
+	gi.GetInfoFunc = func() (nvml.GpuInstanceInfo, nvml.Return) { return gii, nvml.SUCCESS }
+	gi.GetComputeInstanceByIdFunc = func(id int) (nvml.ComputeInstance, nvml.Return) {
+		if id != 0 {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return ci, nvml.SUCCESS
+	}
+	gi.GetComputeInstanceProfileInfoFunc = func(profile, engine int) (nvml.ComputeInstanceProfileInfo, nvml.Return) {
+		switch {
+		case profile == ciProfile && engine == nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED:
+			return ciInfo, nvml.SUCCESS
+		case profile >= 0 && profile < nvml.COMPUTE_INSTANCE_PROFILE_COUNT && engine >= 0 && engine < nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT:
+			return nvml.ComputeInstanceProfileInfo{}, nvml.ERROR_NOT_SUPPORTED
+		}
+		return nvml.ComputeInstanceProfileInfo{}, nvml.ERROR_INVALID_ARGUMENT
+	}
+	return gi
+}
+
+// ciProfiles are NVML's compute instance profiles by slice count.
+var ciProfiles = map[uint32]int{
+	1: nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, 2: nvml.COMPUTE_INSTANCE_PROFILE_2_SLICE,
+	3: nvml.COMPUTE_INSTANCE_PROFILE_3_SLICE, 4: nvml.COMPUTE_INSTANCE_PROFILE_4_SLICE,
+	6: nvml.COMPUTE_INSTANCE_PROFILE_6_SLICE, 7: nvml.COMPUTE_INSTANCE_PROFILE_7_SLICE,
+	8: nvml.COMPUTE_INSTANCE_PROFILE_8_SLICE,
+}
+
+// fullComputeInstance is the compute instance profile (its index and
+// info) that takes every slice of a GPU instance of profile gi. NVML gives
+// a compute instance profile the ID of its index (nvidia-smi mig -lcip).
+func fullComputeInstance(gi nvml.GpuInstanceProfileInfo) (int, nvml.ComputeInstanceProfileInfo) {
+	index := ciProfiles[gi.SliceCount]
+	return index, nvml.ComputeInstanceProfileInfo{
+		Id: uint32(index), SliceCount: gi.SliceCount, InstanceCount: 1,
+		MultiprocessorCount: gi.MultiprocessorCount, SharedCopyEngineCount: gi.CopyEngineCount,
+	}
 }
 
 // migDevice answers GetMigDeviceHandleByIndex: the MIG device of the j-th
@@ -97,13 +159,49 @@ func (d *Device) migDevice(j int) (nvml.Device, nvml.Return) {
 	if j < 0 || j >= len(live) {
 		return nil, nvml.ERROR_NOT_FOUND
 	}
-	in := live[j]
+	return d.migHandle(j, live[j]), nvml.SUCCESS
+}
+
+// migByUUID is the MIG device of a live instance by its UUID.
+func (d *Device) migByUUID(uuid string) (nvml.Device, bool) {
+	for j, in := range d.mig.live() {
+		if in.uuid == uuid {
+			return d.migHandle(j, in), true
+		}
+	}
+	return nil, false
+}
+
+// migHandle is the MIG device of instance in, the j-th live one: it
+// answers what the agent's discovery, nvcdi and go-nvlib ask of a MIG
+// device (its UUID, index, GPU and compute instance, parent, and
+// attributes: the GPU instance's SMs, copy engines, slices and memory).
+func (d *Device) migHandle(j int, in instance) nvml.Device {
+	p, _ := d.reading.profileByID(in.profileID)
+	attrs := nvml.DeviceAttributes{
+		MultiprocessorCount: p.info.MultiprocessorCount, SharedCopyEngineCount: p.info.CopyEngineCount,
+		GpuInstanceSliceCount: p.info.SliceCount, ComputeInstanceSliceCount: p.info.SliceCount,
+		MemorySizeMB: p.info.MemorySizeMB,
+	}
 	return &mock.Device{
 		GetUUIDFunc:                            func() (string, nvml.Return) { return in.uuid, nvml.SUCCESS },
+		GetIndexFunc:                           func() (int, nvml.Return) { return j, nvml.SUCCESS },
 		GetGpuInstanceIdFunc:                   func() (int, nvml.Return) { return int(in.id), nvml.SUCCESS },
+		GetComputeInstanceIdFunc:               func() (int, nvml.Return) { return 0, nvml.SUCCESS },
+		GetAttributesFunc:                      func() (nvml.DeviceAttributes, nvml.Return) { return attrs, nvml.SUCCESS },
 		IsMigDeviceHandleFunc:                  func() (bool, nvml.Return) { return true, nvml.SUCCESS },
 		GetDeviceHandleFromMigDeviceHandleFunc: func() (nvml.Device, nvml.Return) { return d, nvml.SUCCESS },
-	}, nvml.SUCCESS
+	}
+}
+
+// profileByID is the reading's profile of that NVML profile ID.
+func (r Reading) profileByID(id uint32) (profileReading, bool) {
+	for _, p := range r.profiles {
+		if p.info.Id == id {
+			return p, true
+		}
+	}
+	return profileReading{}, false
 }
 
 // profileNamed is the reading's profile of that name ("3g.40gb").

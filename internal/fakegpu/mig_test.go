@@ -1,9 +1,14 @@
 package fakegpu_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/NVIDIA/go-nvlib/pkg/nvlib/device"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
@@ -86,5 +91,85 @@ func TestMIGConfigRefused(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// A MIG device answers what nvcdi asks of it before it makes its CDI
+// edits: go-nvlib finds it by its UUID and reads its profile (the GPU
+// instance's, through its one compute instance) as NVML names it, and the
+// placement nvcdi names its capabilities by (the parent's minor, the GPU
+// and compute instance IDs). A deleted instance's MIG device is not found.
+func TestMIGDeviceAnswersNVCDI(t *testing.T) {
+	readings, err := filepath.Abs("../../pkg/allocator/testdata/nvml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	control := filepath.Join(dir, "control.json")
+	n, err := fakegpu.New(fakegpu.Config{
+		Readings: readings, Control: control,
+		GPUs: []fakegpu.GPUConfig{{Reading: "h100-80gb-hbm3-raw.txt"}, {Reading: "h100-80gb-hbm3-raw.txt", MIG: []string{"1g.10gb", "3g.40gb", "2g.20gb"}}},
+	}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := device.New(n)
+	for gi, want := range map[uint32]string{1: "1g.10gb", 2: "3g.40gb", 3: "2g.20gb"} {
+		mig, err := lib.NewMigDeviceByUUID(fakegpu.MIGUUID(1, gi))
+		if err != nil {
+			t.Fatalf("MIG device of GPU instance %d: %v", gi, err)
+		}
+		p, err := mig.GetProfile()
+		if err != nil {
+			t.Fatalf("profile of GPU instance %d: %v", gi, err)
+		}
+		if p.String() != want {
+			t.Errorf("profile of GPU instance %d = %s, want %s", gi, p, want)
+		}
+		parent, ret := mig.GetDeviceHandleFromMigDeviceHandle()
+		minor, ret2 := parent.GetMinorNumber()
+		gotGI, ret3 := mig.GetGpuInstanceId()
+		ci, ret4 := mig.GetComputeInstanceId()
+		if ret != nvml.SUCCESS || ret2 != nvml.SUCCESS || ret3 != nvml.SUCCESS || ret4 != nvml.SUCCESS || minor != 1 || gotGI != int(gi) || ci != 0 {
+			t.Errorf("GPU instance %d: parent minor %d (%v), GI %d (%v), CI %d (%v, %v); want 1, %d, 0", gi, minor, ret2, gotGI, ret3, ci, ret4, ret, gi)
+		}
+	}
+	if err := fakegpu.WriteControl(control, fakegpu.Control{GoneInstances: map[string][]uint32{fakegpu.UUID(1): {2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ret := n.DeviceGetCount(); ret != nvml.SUCCESS { // applies the control file, as discovery does
+		t.Fatal(ret)
+	}
+	if _, err := lib.NewMigDeviceByUUID(fakegpu.MIGUUID(1, 2)); err == nil {
+		t.Error("the MIG device of deleted GPU instance 2 is still found by its UUID")
+	}
+	if _, err := lib.NewMigDeviceByUUID(fakegpu.MIGUUID(1, 3)); err != nil {
+		t.Errorf("GPU instance 3 after instance 2 was deleted: %v", err)
+	}
+}
+
+// The MIG minors file lists every capability nvcdi looks up for a MIG
+// device, and the minor CICapMinor and GICapMinor give it.
+func TestMIGMinorsListTheCapabilities(t *testing.T) {
+	lines := strings.Split(string(fakegpu.MIGMinors(2)), "\n")
+	for _, want := range []string{
+		"config 1", "monitor 2", "gpu0/gi0/access 3", "gpu0/gi0/ci0/access 4",
+		fmt.Sprintf("gpu1/gi2/access %d", fakegpu.GICapMinor(1, 2)),
+		fmt.Sprintf("gpu1/gi2/ci0/access %d", fakegpu.CICapMinor(1, 2, 0)),
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("mig-minors lacks %q", want)
+		}
+	}
+	seen := map[string]string{}
+	for _, l := range lines[:len(lines)-1] {
+		capName, minor, ok := strings.Cut(l, " ")
+		if !ok {
+			t.Fatalf("line %q is not \"<capability> <minor>\"", l)
+		}
+		if other, dup := seen[minor]; dup {
+			t.Errorf("minor %s is both %s and %s", minor, other, capName)
+		}
+		seen[minor] = capName
 	}
 }

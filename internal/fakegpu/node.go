@@ -27,6 +27,13 @@ type Config struct {
 	// runs; a relative path is relative to the configuration file's
 	// directory. Empty means none: the GPUs never change.
 	Control string `json:"control,omitempty"`
+	// ProcDriver is a directory that stands for the driver's /proc/driver
+	// (WriteProcDriver's), where nvcdi reads the MIG capabilities' minors;
+	// a relative path is relative to the configuration file's directory.
+	// The agent of the real-node tests mounts it over its container's
+	// /proc/driver (MountProcDriver). Empty means none: nvcdi makes no
+	// MIG device's edits.
+	ProcDriver string `json:"procDriver,omitempty"`
 }
 
 // GPUConfig is one fake GPU.
@@ -75,6 +82,8 @@ type Node struct {
 	mock.Interface
 	// Devices are the GPUs in index order.
 	Devices []*Device
+	// ProcDriver is the configuration's ProcDriver, resolved; empty if none.
+	ProcDriver string
 
 	control string
 	// poll is how long an event wait that finds nothing new sleeps at most
@@ -107,6 +116,9 @@ func New(c Config, dir string) (*Node, error) {
 	n := &Node{poll: 500 * time.Millisecond, reported: map[string]uint64{}}
 	if c.Control != "" {
 		n.control = relative(dir, c.Control)
+	}
+	if c.ProcDriver != "" {
+		n.ProcDriver = relative(dir, c.ProcDriver)
 	}
 	readings := map[string]Reading{}
 	for i, g := range c.GPUs {
@@ -163,11 +175,15 @@ func (n *Node) teach() {
 	}
 	Teach(&n.Interface, gpus...)
 	// DeviceGetHandleByUUID must hand out the Device, not its mock, so
-	// that ProfileName knows its reading.
+	// that ProfileName knows its reading; a MIG device's UUID (nvcdi asks
+	// by it) gives its handle while its instance lives.
 	n.DeviceGetHandleByUUIDFunc = func(uuid string) (nvml.Device, nvml.Return) {
 		for _, d := range n.Devices {
 			if d.UUID == uuid {
 				return d, nvml.SUCCESS
+			}
+			if mig, ok := d.migByUUID(uuid); ok {
+				return mig, nvml.SUCCESS
 			}
 		}
 		return nil, nvml.ERROR_NOT_FOUND

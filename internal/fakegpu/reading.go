@@ -145,3 +145,10 @@ func (r Reading) Name() string { return r.name }
 
 // MemoryMiB is the GPU's total memory as NVML reported it.
 func (r Reading) MemoryMiB() int64 { return r.memoryMiB }
+
+// ProfileMiB is the memory NVML reported for the MIG profile of that name
+// ("3g.40gb"), and whether the reading has it.
+func (r Reading) ProfileMiB(name string) (int64, bool) {
+	p, ok := r.profileNamed(name)
+	return int64(p.info.MemorySizeMB), ok
+}

@@ -104,6 +104,9 @@ func (n *Node) NewFakeGPUs(root string, gpus ...fakegpu.GPUConfig) (*FakeGPUs, e
 	if err := os.MkdirAll(filepath.Join(nv, "readings"), 0o755); err != nil {
 		return nil, err
 	}
+	if err := g.migCaps(&cfg, nv); err != nil {
+		return nil, err
+	}
 	for r := range readings {
 		b, err := os.ReadFile(filepath.Join(root, "pkg/allocator/testdata/nvml", r))
 		if err != nil {
@@ -122,6 +125,36 @@ func (n *Node) NewFakeGPUs(root string, gpus ...fakegpu.GPUConfig) (*FakeGPUs, e
 		return nil, err
 	}
 	return g, sharedMount(dir)
+}
+
+// procDriverDir is the directory in the fake NVML's that stands for
+// /proc/driver, in the agent's container only.
+const procDriverDir = "proc-driver"
+
+// migCaps gives the GPUs in MIG mode what nvcdi needs to make their MIG
+// devices' edits: the nvidia-caps device nodes of each GPU instance
+// configured (and its compute instance 0) in the root's dev/, and the
+// driver's mig-minors file in the directory the agent mounts over its
+// container's /proc/driver (fakegpu.MountProcDriver), which cfg names. A
+// node without MIG gets neither, and its agent mounts nothing.
+func (g *FakeGPUs) migCaps(cfg *fakegpu.Config, nv string) error {
+	for i, c := range cfg.GPUs {
+		if len(c.MIG) == 0 {
+			continue
+		}
+		gis := make([]uint32, len(c.MIG))
+		for j := range c.MIG {
+			gis[j] = uint32(j + 1) // fakegpu numbers the GPU instances 1, 2, … in order
+		}
+		if err := g.MIGCaps(i, gis...); err != nil {
+			return fmt.Errorf("fake driver root: %w", err)
+		}
+		cfg.ProcDriver = procDriverDir
+	}
+	if cfg.ProcDriver == "" {
+		return nil
+	}
+	return fakegpu.WriteProcDriver(filepath.Join(nv, procDriverDir), len(cfg.GPUs))
 }
 
 // sharedMount makes dir a mount point of its own with shared propagation.

@@ -208,19 +208,26 @@ func TestKubeletDRAGivesItsGPU(t *testing.T) {
 // that identity (its RBAC is not installed here, hence the group).
 func shareTemplate(t *testing.T, n *Node, mib int64) string {
 	t.Helper()
+	return createTemplate(t, n, claim.Template(gpuNamespace, mib))
+}
+
+// createTemplate creates tmpl as gpuadmit's controller, until the test
+// ends, and returns its name: only gpuadmit writes claims of its
+// DeviceClasses (shareTemplate says more).
+func createTemplate(t *testing.T, n *Node, tmpl *resourceapi.ResourceClaimTemplate) string {
+	t.Helper()
 	ctx := context.Background()
-	tmpl := claim.Template(gpuNamespace, mib)
 	cfg := rest.CopyConfig(n.Cluster.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:gpuadmit-system:gpuadmit-controller", Groups: []string{"system:masters", "system:authenticated"}}
 	asController, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := asController.ResourceV1().ResourceClaimTemplates(gpuNamespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := asController.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = n.Client.ResourceV1().ResourceClaimTemplates(gpuNamespace).Delete(ctx, tmpl.Name, metav1.DeleteOptions{})
+		_ = n.Client.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Delete(ctx, tmpl.Name, metav1.DeleteOptions{})
 	})
 	return tmpl.Name
 }
@@ -321,8 +328,8 @@ func runPod(t *testing.T, n *Node, pod *corev1.Pod) {
 }
 
 // viewScript prints what a container sees of a GPU driver, one fact a
-// line: each NVIDIA device node with its major:minor (hex, as stat
-// prints it), each file and link in /usr/lib64, the variables NVIDIA's
+// line: each NVIDIA device node (MIG capabilities' in /dev/nvidia-caps
+// too) with its major:minor (hex, as stat prints it), each file and link in /usr/lib64, the variables NVIDIA's
 // and gpuadmit's specs set, and what the specs' hooks wrote in the
 // container: the ld.so.cache of update-ldcache (the host's ldconfig, run
 // in the container's root: the image needs none), and
@@ -330,7 +337,7 @@ func runPod(t *testing.T, n *Node, pod *corev1.Pod) {
 // GPU device node the hook found in the container's /dev; and the files of
 // an MPS control daemon's pipe directory and shared memory, where the
 // device plugin mounts them in MPS mode.
-const viewScript = `for f in /dev/nvidia*; do [ -e "$f" ] && stat -c "dev %n %t:%T" "$f"; done
+const viewScript = `for f in /dev/nvidia* /dev/nvidia-caps/*; do [ -c "$f" ] && stat -c "dev %n %t:%T" "$f"; done
 for f in /usr/lib64/*; do if [ -L "$f" ]; then echo "link $f -> $(readlink "$f")"; elif [ -e "$f" ]; then echo "file $f"; fi; done
 env | grep -E '^(NVIDIA_|GPUADMIT_|CUDA_)' | sed 's/^/env /'
 [ -s /etc/ld.so.cache ] && echo "ld.so.cache"
@@ -537,25 +544,16 @@ func TestKubeletDRATaintsAFailedGPU(t *testing.T) {
 // A GPU instance deleted while the DRA driver publishes its GPU's MIG
 // devices (the fake NVML's control file) leaves the driver's ResourceSlice
 // at the next rediscovery, the other instance and the whole GPU staying.
-// (No pod runs on a MIG device here: nvcdi reads a MIG device's capability
-// minors from the host's /proc/driver/nvidia-caps, which a machine without
-// the driver lacks, whatever the driver root; doc.go says more. The
-// NoExecute gone taint and eviction of a device a claim holds are proven on
-// this node with a lost GPU, TestKubeletDRALostGPUEvictsItsPod.)
+// (One deleted under a claim stays, tainted, until its pod is evicted:
+// TestKubeletDRAVanishedMIGInstanceEvictsItsPod.)
 func TestKubeletDRAUnpublishesADeletedMIGInstance(t *testing.T) {
-	n := requireNode(t)
-	ctx := context.Background()
-	mig := fakegpu.GPUConfig{Reading: h100, MIG: []string{"3g.40gb", "3g.40gb"}}
-	gpus := newFakeGPUs(t, n, mig, h100GPU)
-	deployAgent(t, n, draMode.dir, draMode.name, draMode.labels, gpus, "--resync=2s")
-	want := map[string][]string{dra.MIGDeviceName(0, "3g.40gb", 1): nil, dra.MIGDeviceName(0, "3g.40gb", 2): nil, dra.GPUDeviceName(1): nil}
-	waitDevices(ctx, t, n, "as published", want)
-
+	n, gpus, _ := migNode(t, "--resync=2s")
 	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{GoneInstances: map[string][]uint32{gpus.UUIDs[0]: {1}}}); err != nil {
 		t.Fatal(err)
 	}
-	delete(want, dra.MIGDeviceName(0, "3g.40gb", 1))
-	waitDevices(ctx, t, n, "after GPU instance 1 was deleted", want)
+	want := migDevices()
+	delete(want, dra.MIGDeviceName(0, migProfile, 1))
+	waitDevices(context.Background(), t, n, "after GPU instance 1 was deleted", want)
 }
 
 // waitDevices waits a minute for the driver's devices and their taints

@@ -36,8 +36,10 @@
 // package fakegpu (-tags gpuadmit_fakenvml; the shipped agent does not link
 // it) and imports it with exactly the shared libraries ldd names;
 // NewFakeGPUs makes a driver root in the node's directory (mknod'd
-// /dev/nvidia<i>, nvidiactl, UVM; empty versioned libraries; the real
-// nvidia-cdi-hook hack/node-binaries.sh builds) with the fake NVML's
+// /dev/nvidia<i>, nvidiactl, UVM, and for a GPU in MIG mode its
+// instances' nvidia-caps nodes and the fake /proc/driver below; empty
+// versioned libraries; the real nvidia-cdi-hook hack/node-binaries.sh
+// builds) with the fake NVML's
 // configuration, the NVML readings its GPUs answer as, and the control
 // file a test edits to lose or fail a GPU; DeployAgent renders
 // deploy/agent or deploy/dra with kustomize (.bin/tools) and creates it as
@@ -127,31 +129,40 @@
 //     device-taint eviction controller (DRADeviceTaints is GA and on by
 //     default in v1.37; the controller only needs naming), which evicts the
 //     pods of claims whose device the DRA driver tainted NoExecute
-//     (gpu.gpuadmit.io/gone). kwok is not run: it would take the real node
-//     over.
+//     (gpu.gpuadmit.io/gone), a lost GPU's or a deleted MIG instance's.
+//     kwok is not run: it would take the real node over.
 //
-// What the node cannot do: run a pod on a MIG device. nvcdi v1.20.2 makes
-// a MIG device's edits in internal/platform-support/dgpu.NewForMigDevice,
-// which its MIG spec generator (pkg/nvcdi/mig-device-nvml.go) calls
-// without WithMIGCaps, so the MIG capability minors come from
-// nvcaps.NewMigCaps: the host's /proc/driver/nvidia-caps/mig-minors,
-// whatever WithDriverRoot and WithDevRoot say (only the MIG management
-// devices "config" and "monitor", lib-mig-caps.go, read that file under
-// the driver root). Without the NVIDIA kernel module there is no such
-// file, the MIG device's discoverer fails, and so would Prepare. Nothing
-// gpuadmit can pass reaches it: WithMIGCaps is in an internal package, and
-// runc v1.5.2 refuses to mount anything under a container's /proc but
-// lxcfs's few files (checkProcMount), so the agent's pod spec cannot give
-// it a fake one. What would: the agent, privileged, bind-mounting a fake
-// directory over /proc/driver in its own mount namespace (such a mount
-// works on these machines: checked with unshare -m as root), in the
-// fake-NVML build only; not built. The cap device nodes themselves
-// (/dev/nvidia-caps/nvidia-cap<minor>) are looked up under the dev root and
-// could be mknod'ed like the GPUs' (nvcdi reads no major from
-// /proc/devices; only nvidia-ctk's create-dev-char-symlinks does). go-nvlib's MigDevice.GetProfile, which
-// NewForMigDevice calls first, also needs compute instances and MIG device
-// attributes that package fakegpu's NVML does not answer. What a held
-// device that is gone does (the NoExecute taint, the eviction) is the same
-// for a deleted MIG instance and a lost GPU (package dra's SetGPUs), and is
-// proven here with a lost GPU (TestKubeletDRALostGPUEvictsItsPod).
+// The upgrade of the device-plugin agent from the env-only strategy
+// (upgrade_test.go) runs the agent before 14f3754 as a stand-in,
+// envOnlyPlugin: a device plugin in the test's process that registers
+// gpuadmit's resource with the agent's device IDs and answers Allocate as
+// that agent did (NVIDIA_VISIBLE_DEVICES and the memory limit, nothing
+// else); that agent itself predates the fake NVML and is not built.
+//
+// A pod on a MIG device (mig_test.go): nvcdi v1.20.2 makes a MIG device's
+// edits in internal/platform-support/dgpu.NewForMigDevice, which its MIG
+// spec generator (pkg/nvcdi/mig-device-nvml.go) calls without WithMIGCaps,
+// so the MIG capability minors come from nvcaps.NewMigCaps: the host's
+// /proc/driver/nvidia-caps/mig-minors, whatever WithDriverRoot and
+// WithDevRoot say (only the MIG management devices "config" and
+// "monitor", lib-mig-caps.go, read that file under the driver root).
+// Without the NVIDIA kernel module there is no such file and Prepare fails
+// ("error getting MIG capability device paths"). Nothing gpuadmit passes
+// reaches it (WithMIGCaps is in an internal package), and runc v1.5.2
+// refuses to mount anything under a container's /proc but lxcfs's few
+// files (checkProcMount), so a pod spec cannot give the agent a fake one.
+// So the agent of the test build mounts it itself: NewFakeGPUs writes, for
+// a GPU in MIG mode, the driver's mig-minors file (fakegpu.MIGMinors) in a
+// directory of the fake NVML's that stands for /proc/driver, and mknod's
+// the nvidia-caps nodes of each GPU instance and its compute instance 0
+// (/dev/nvidia-caps/nvidia-cap<minor>, major fakegpu.MajorCaps) in the
+// fake root, where nvcdi looks them up under the dev root (it reads no
+// major from /proc/devices; only nvidia-ctk's create-dev-char-symlinks
+// does); the agent built with -tags gpuadmit_fakenvml, privileged, makes
+// its container's /proc a private mount and bind-mounts that directory
+// over /proc/driver (fakegpu.MountProcDriver, only as its container's
+// first process, never where a real driver's nvidia-caps is there). The
+// fake NVML answers what go-nvlib's MigDevice.GetProfile and nvcdi ask of
+// a MIG device (by UUID, its compute instance, attributes, the GPU
+// instance by ID). The shipped agent has none of this.
 package node

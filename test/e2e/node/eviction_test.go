@@ -38,9 +38,8 @@ const evictionBound = 2 * time.Minute
 // controller-manager's device-taint eviction controller evicts the pod of
 // the claim (its DisruptionTarget condition and event name that
 // controller) and deletes it within evictionBound: the pod does not hang
-// on a GPU that is no longer there. A deleted MIG instance under a claim
-// takes the same path in the driver (a held device no longer discovered,
-// SetGPUs); no pod runs on a MIG device on this node (doc.go says why).
+// on a GPU that is no longer there. A MIG instance deleted under a claim
+// takes the same path: TestKubeletDRAVanishedMIGInstanceEvictsItsPod.
 func TestKubeletDRALostGPUEvictsItsPod(t *testing.T) {
 	n := requireNode(t)
 	ctx := context.Background()
@@ -52,39 +51,55 @@ func TestKubeletDRALostGPUEvictsItsPod(t *testing.T) {
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	runPod(t, n, pod)
 	i, _ := claimedGPU(ctx, t, n, pod)
+	evicted := watchEviction(ctx, t, n, pod)
+
+	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Lost: []string{gpus.UUIDs[i]}}); err != nil {
+		t.Fatal(err)
+	}
+	what := fmt.Sprintf("GPU %d, held by pod %s's claim, was lost", i, pod.Name)
+	waitDevices(ctx, t, n, "after "+what, map[string][]string{
+		dra.GPUDeviceName(1 - i): nil,
+		dra.GPUDeviceName(i):     {dra.TaintGone + ":" + string(resourceapi.DeviceTaintEffectNoExecute)},
+	})
+	evicted(what)
+}
+
+// watchEviction starts watching the pod, and returns what checks, once its
+// device is gone (what says how), that the device-taint eviction
+// controller evicts it within evictionBound of watchEviction's return:
+// the pod is deleted with that controller's DisruptionTarget condition,
+// and gets its event.
+func watchEviction(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) func(what string) {
+	t.Helper()
 	uid := podUID(ctx, t, n, pod)
 	w, err := n.Client.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", pod.Name).String()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-
-	if err := fakegpu.WriteControl(gpus.Control, fakegpu.Control{Lost: []string{gpus.UUIDs[i]}}); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(w.Stop)
 	start := time.Now()
-	waitDevices(ctx, t, n, fmt.Sprintf("after GPU %d, held by pod %s's claim, was lost", i, pod.Name), map[string][]string{
-		dra.GPUDeviceName(1 - i): nil,
-		dra.GPUDeviceName(i):     {dra.TaintGone + ":" + string(resourceapi.DeviceTaintEffectNoExecute)},
-	})
-	cond := waitEvicted(t, w, pod.Name, start.Add(evictionBound))
-	t.Logf("pod %s gone %s after GPU %d was lost; its condition: %s %s: %s", pod.Name, time.Since(start).Round(time.Second), i, cond.Type, cond.Reason, cond.Message)
-	// The controller records its event asynchronously: it may land after
-	// the deletion.
-	var ev string
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-		if ev = podEvents(ctx, t, n, pod.Namespace, pod.Name, uid); strings.Contains(ev, eventDeviceTaintEviction) {
-			return
+	return func(what string) {
+		t.Helper()
+		cond := waitEvicted(t, w, pod.Name, what, start.Add(evictionBound))
+		t.Logf("pod %s gone %s after %s; its condition: %s %s: %s", pod.Name, time.Since(start).Round(time.Second), what, cond.Type, cond.Reason, cond.Message)
+		// The controller records its event asynchronously: it may land
+		// after the deletion.
+		var ev string
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			if ev = podEvents(ctx, t, n, pod.Namespace, pod.Name, uid); strings.Contains(ev, eventDeviceTaintEviction) {
+				return
+			}
 		}
+		t.Errorf("pod %s has no %s event; its events:\n%s", pod.Name, eventDeviceTaintEviction, ev)
 	}
-	t.Errorf("pod %s has no %s event; its events:\n%s", pod.Name, eventDeviceTaintEviction, ev)
 }
 
 // waitEvicted reads the pod's watch until it is deleted, at the latest
 // by deadline, and returns the DisruptionTarget condition the device-taint
 // eviction controller set on it first; it fails the test where the pod was
-// deleted without that condition, or is still there at the deadline.
-func waitEvicted(t *testing.T, w watch.Interface, name string, deadline time.Time) corev1.PodCondition {
+// deleted without that condition, or is still there at the deadline (what
+// says what happened to its device).
+func waitEvicted(t *testing.T, w watch.Interface, name, what string, deadline time.Time) corev1.PodCondition {
 	t.Helper()
 	var cond *corev1.PodCondition
 	last := "no update"
@@ -92,7 +107,7 @@ func waitEvicted(t *testing.T, w watch.Interface, name string, deadline time.Tim
 	for {
 		select {
 		case <-timeout:
-			t.Fatalf("pod %s still there %s after its GPU was lost (last: %s); DisruptionTarget condition: %+v", name, evictionBound, last, cond)
+			t.Fatalf("pod %s still there %s after %s (last: %s); DisruptionTarget condition: %+v", name, evictionBound, what, last, cond)
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				t.Fatalf("the watch of pod %s ended before it was deleted (last: %s)", name, last)
