@@ -197,6 +197,12 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{mutate.LabelManaged: "true"})},
 				&corev1.Node{}: {Transform: inventory.StripNode},
+				// Only gpuadmit's driver's ResourceSlices: the inventory and
+				// the usage report read no other, and other drivers'
+				// (NVIDIA's partitionable devices) are large. The API server
+				// selects ResourceSlices by spec.driver (pkg/registry/resource/
+				// resourceslice's selectable fields).
+				&resourceapi.ResourceSlice{}: {Field: fields.OneTermEqualSelector(resourceapi.ResourceSliceSelectorDriver, allocator.DRADriver)},
 				// Only gpuadmit-scheduler's Lease, not the nodes' heartbeats.
 				&coordinationv1.Lease{}: {
 					Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
@@ -266,12 +272,15 @@ func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine
 	return w, mgr.Add(w)
 }
 
-// addInventory builds pools from the Node informer, and warms the Namespace
-// and PriorityClass informers.
+// addInventory builds pools from the Node informer, in the background, and
+// warms the Namespace and PriorityClass informers.
 func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*inventory.Live, error) {
 	live := inventory.NewLive(mgr.GetCache(), allocator.Default(), log.WithName("inventory"))
 	live.Events = mgr.GetEventRecorder("gpuadmit-inventory")
 	if err := follow(ctx, mgr, &corev1.Node{}, live.Handler()); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(live); err != nil { // rebuilds in the background
 		return nil, err
 	}
 	if err := addSlices(ctx, mgr, live, log); err != nil {
