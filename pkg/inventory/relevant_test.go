@@ -131,17 +131,19 @@ func TestRelevantChange(t *testing.T) {
 		change func(*corev1.Node)
 		want   bool
 	}{
-		"gfd timestamp":        {func(n *corev1.Node) { n.Labels["nvidia.com/gfd.timestamp"] = "1764240060" }, false},
-		"a label pods select":  {func(n *corev1.Node) { n.Labels["team"] = "vision" }, false},
-		"a condition":          {func(n *corev1.Node) { n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady}} }, false},
-		"cpu allocatable":      {func(n *corev1.Node) { n.Status.Allocatable["cpu"] = n.Status.Allocatable["memory"] }, false},
-		"another annotation":   {func(n *corev1.Node) { n.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"} }, false},
-		"product":              {func(n *corev1.Node) { n.Labels[LabelProduct] = "NVIDIA-H200" }, true},
-		"MIG memory label":     {func(n *corev1.Node) { n.Labels["nvidia.com/mig-1g.10gb.memory"] = "1" }, true},
-		"GPU allocatable":      {func(n *corev1.Node) { delete(n.Status.Allocatable, "nvidia.com/mig-1g.10gb") }, true},
-		"accounting capacity":  {func(n *corev1.Node) { delete(n.Status.Allocatable, ResourceMemoryMiB) }, true},
-		"agent annotation":     {func(n *corev1.Node) { n.Annotations = map[string]string{AnnotationGPUs: "[]"} }, true},
-		"a taint":              {func(n *corev1.Node) { n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "k", Effect: "NoSchedule"}) }, true},
+		"gfd timestamp":       {func(n *corev1.Node) { n.Labels["nvidia.com/gfd.timestamp"] = "1764240060" }, false},
+		"a label pods select": {func(n *corev1.Node) { n.Labels["team"] = "vision" }, false},
+		"a condition":         {func(n *corev1.Node) { n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady}} }, false},
+		"cpu allocatable":     {func(n *corev1.Node) { n.Status.Allocatable["cpu"] = n.Status.Allocatable["memory"] }, false},
+		"another annotation":  {func(n *corev1.Node) { n.Annotations = map[string]string{"node.alpha.kubernetes.io/ttl": "0"} }, false},
+		"product":             {func(n *corev1.Node) { n.Labels[LabelProduct] = "NVIDIA-H200" }, true},
+		"MIG memory label":    {func(n *corev1.Node) { n.Labels["nvidia.com/mig-1g.10gb.memory"] = "1" }, true},
+		"GPU allocatable":     {func(n *corev1.Node) { delete(n.Status.Allocatable, "nvidia.com/mig-1g.10gb") }, true},
+		"accounting capacity": {func(n *corev1.Node) { delete(n.Status.Allocatable, ResourceMemoryMiB) }, true},
+		"agent annotation":    {func(n *corev1.Node) { n.Annotations = map[string]string{AnnotationGPUs: "[]"} }, true},
+		"a taint": {func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "k", Effect: "NoSchedule"})
+		}, true},
 		"cordon":               {func(n *corev1.Node) { n.Spec.Unschedulable = true }, true},
 		"gpuadmit's node mode": {func(n *corev1.Node) { n.Labels[allocator.LabelNodeMode] = allocator.NodeModeDRA }, true},
 	}
