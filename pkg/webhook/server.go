@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err != nil {
 		return err
 	}
-	mgr, err := newManager(cfg, scheme, opts, cw, log)
+	mgr, err := newManager(ctx, cfg, scheme, opts, cw, log)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine,
 	return keys, nil
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
+func newManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
 	timeout := opts.ShutdownTimeout
 	return ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  scheme,
@@ -187,16 +187,18 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		LeaderElection:          opts.leaderElects(),
 		LeaderElectionID:        "gpuadmit-quota",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Cache:                   cacheOptions(opts),
+		Cache:                   cacheOptions(ctx, opts),
 		WebhookServer:           webhookServer(opts, cw),
 	})
 }
 
 // cacheOptions are what the manager's cache holds: only the objects
 // gpuadmit reads, each stripped to the fields it reads (see StripPod,
-// inventory.StripNode and docs/scale.md for what each costs).
-func cacheOptions(opts Options) cache.Options {
+// inventory.StripNode and docs/scale.md for what each costs), counted by
+// kind (gpuadmit_cache_objects) until ctx ends.
+func cacheOptions(ctx context.Context, opts Options) cache.Options {
 	return cache.Options{
+		NewInformer:      cacheObjects.newInformer(ctx),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		// Free capacity and the claim-template reconciler need only
 		// the pods gpuadmit placed, not every pod of the cluster; the

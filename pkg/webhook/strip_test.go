@@ -34,7 +34,7 @@ import (
 // podTransform is the transform the manager's cache applies to Pods.
 func podTransform(t testing.TB) toolscache.TransformFunc {
 	t.Helper()
-	o := cacheOptions(Options{SchedulerLeaseNamespace: "gpuadmit-system"})
+	o := cacheOptions(context.Background(), Options{SchedulerLeaseNamespace: "gpuadmit-system"})
 	for obj, by := range o.ByObject {
 		if _, ok := obj.(*corev1.Pod); ok && by.Transform != nil {
 			return by.Transform
