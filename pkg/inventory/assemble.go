@@ -11,7 +11,7 @@ import (
 )
 
 // add puts a classified node into its pool, starting the pool if it is new.
-func (inv *Inventory) add(g gpuNode) {
+func (inv *Inventory) add(g gpuNode, refs *nodeRefs) {
 	name := poolName(g)
 	p, ok := inv.byName[name]
 	if !ok {
@@ -24,7 +24,7 @@ func (inv *Inventory) add(g gpuNode) {
 		return
 	}
 	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Labels: g.node.Labels, Down: downTaints(g.node),
-		object: newNodeObject(g.node.Name, g.node.Labels)})
+		ref: refs.get(g.node)})
 	p.keepCommonLabels(g.node.Labels, len(p.Nodes) == 1)
 	p.GPUsPerNode = max(p.GPUsPerNode, g.gpus)
 	for r, q := range g.alloc {

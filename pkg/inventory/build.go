@@ -77,6 +77,11 @@ type DRA struct {
 
 // BuildDRA is Build where some nodes' GPUs are gpuadmit's DRA driver's.
 func BuildDRA(nodes []corev1.Node, d DRA, cat *allocator.Catalog) *Inventory {
+	return buildDRA(nodes, d, cat, nil)
+}
+
+// buildDRA is BuildDRA whose nodes' affinity objects are refs' (nil: new ones).
+func buildDRA(nodes []corev1.Node, d DRA, cat *allocator.Catalog, refs *nodeRefs) *Inventory {
 	dra := draNodes(d.Slices)
 	if cat == nil {
 		cat = allocator.Default()
@@ -96,7 +101,7 @@ func BuildDRA(nodes []corev1.Node, d DRA, cat *allocator.Catalog) *Inventory {
 			inv.warnf("node %s has GPU resources but neither %s nor %s; it is in no pool", n.Name, LabelProduct, LabelPool)
 			continue
 		}
-		inv.add(g)
+		inv.add(g, refs)
 	}
 	inv.finish()
 	inv.markOverlaps(sorted)

@@ -33,7 +33,7 @@ func TestLiveRecordsARefusedNodeOnce(t *testing.T) {
 
 	live.Inventory()
 	h.OnAdd(&good, false) // a change elsewhere rebuilds; the refusal is not news
-	live.Inventory()
+	live.Rebuild()
 	if got := strings.Join(ev.notes, "; "); got != "Warning GPUNodeRefused both-0" {
 		t.Errorf("events = %q, want one GPUNodeRefused for both-0", got)
 	}
@@ -51,7 +51,7 @@ func TestLiveRebuildsWhenTheAgentAnnotationChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.Handler().OnUpdate(&n, &updated)
-	if p := live.Inventory().Pools[0]; p.SharesPerGPU != 8 {
+	if p := live.Rebuild().Pools[0]; p.SharesPerGPU != 8 {
 		t.Errorf("SharesPerGPU = %d after the agent published its offer, want 8 (annotation changes must rebuild)", p.SharesPerGPU)
 	}
 }
@@ -72,7 +72,7 @@ func TestLiveRebuildsWhenANodeIsCordoned(t *testing.T) {
 	}
 	live.Handler().OnUpdate(&n, &cordoned)
 	want := []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
-	if diff := cmp.Diff(want, live.Inventory().Pools[0].Nodes[0].Down); diff != "" {
+	if diff := cmp.Diff(want, live.Rebuild().Pools[0].Nodes[0].Down); diff != "" {
 		t.Errorf("Down after the cordon (-want +got):\n%s", diff)
 	}
 }

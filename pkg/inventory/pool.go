@@ -66,8 +66,9 @@ type Node struct {
 	Name string `json:"name"`
 	// Allocatable holds the node's GPU resources (only those), as integers.
 	Allocatable map[string]int64 `json:"allocatable"`
-	// Labels are the node's labels, against which a pod's own nodeSelector
-	// and required node affinity are matched.
+	// Labels are the node's labels when the inventory was built. A pod's
+	// own nodeSelector and required node affinity are matched against
+	// Object, whose labels a Live keeps current between rebuilds.
 	Labels map[string]string `json:"-"`
 	// Down are the taints that keep new pods off the node while it is
 	// cordoned (spec.unschedulable, as the scheduler reads it:
@@ -75,16 +76,17 @@ type Node struct {
 	// it takes pods. A pod that tolerates them may still go there.
 	Down []corev1.Taint `json:"-"`
 
-	object *corev1.Node // Object, made once with the inventory
+	ref *nodeRef // Object, made once with the inventory (or kept by a Live)
 }
 
 // Object is the node as a scheduler's node-affinity matcher reads it:
 // its name (matchFields metadata.name) and its labels. An inventory's nodes
-// make it once, not on every decision that matches a pod against them;
-// callers must not change it.
+// make it once, not on every decision that matches a pod against them; a
+// Live's inventory shares it with the Live, which swaps in a node's new
+// labels without a rebuild. Callers must not change it.
 func (n Node) Object() *corev1.Node {
-	if n.object != nil {
-		return n.object
+	if n.ref != nil {
+		return n.ref.obj.Load()
 	}
 	return newNodeObject(n.Name, n.Labels)
 }

@@ -2,12 +2,7 @@ package inventory
 
 import (
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
-
-// nodeAnnotations are the only Node annotations Build reads.
-var nodeAnnotations = []string{allocator.AnnotationGPUs, allocator.AnnotationShare}
 
 // StripNode is an informer transform (cache.TransformFunc) for Nodes that
 // keeps only what Build reads: the name, UID and resourceVersion (an Event
@@ -24,7 +19,7 @@ func StripNode(obj any) (any, error) {
 	out := &corev1.Node{TypeMeta: n.TypeMeta}
 	out.Name, out.UID, out.ResourceVersion = n.Name, n.UID, n.ResourceVersion
 	out.Labels = n.Labels
-	for _, k := range nodeAnnotations {
+	for _, k := range builtFromAnnotations {
 		if v, ok := n.Annotations[k]; ok {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}

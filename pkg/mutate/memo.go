@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,11 +25,12 @@ type ActiveSource interface {
 	Now() time.Time
 }
 
-// memoLimit bounds the decisions kept for one inventory and revision; the
+// memoLimit bounds the decisions kept for one input.pools and revision; the
 // memo starts over when it is full.
 const memoLimit = 4096
 
-// decisionMemo remembers the policy's answers for one inventory under one
+// decisionMemo remembers the policy's answers for one input.pools (by a
+// hash of their content: pools, their sizes, modes, taints) under one
 // policy revision, by a hash of everything else the policy reads: what the
 // set's rules read of the pod's view (policy.View, the same for every pod
 // of a template; policy.PodReads.KeyView), its namespace,
@@ -36,25 +38,51 @@ const memoLimit = 4096
 // request, and input.now where the set reads it: the time truncated to
 // the set's granularity, so pods within one granule share an answer and
 // pods across a boundary do not (a set that does not read the time has
-// none in its key). A new inventory or revision starts it over. The answer is the
-// ordered candidates, not the final choice: the pool with free room is
+// none in its key). New pools or a new revision start it over; a rebuilt
+// inventory whose pools say the same (a node's other labels or its
+// heartbeat changed, or a change that leaves every pool as it was) keeps
+// it. The answer is the ordered candidates, not the final choice: the pool with free room is
 // picked per pod after (choose). Safe for concurrent use.
 type decisionMemo struct {
 	mu      sync.Mutex
-	inv     *inventory.Inventory
+	pools   [sha256.Size]byte // poolsKey of the entries' inventory
 	rev     string
 	entries map[[sha256.Size]byte]policy.Decision
+
+	last atomic.Pointer[poolsHash] // the last inventory's poolsKey, hashed once
+}
+
+// poolsHash is an inventory's poolsKey.
+type poolsHash struct {
+	inv *inventory.Inventory
+	sum [sha256.Size]byte
 }
 
 var memoLookups = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "gpuadmit_decision_memo_lookups_total",
-	Help: "Policy evaluations asked of the decision memo, by result (hit: the policy's answer for the same template, namespace, quota, inventory and revision was reused; miss: the policy ran).",
+	Help: "Policy evaluations asked of the decision memo, by result (hit: the policy's answer for the same template, namespace, quota, pools and revision was reused; miss: the policy ran).",
 }, []string{"result"})
 
 func init() { metrics.Registry.MustRegister(memoLookups) }
 
-// memoKey hashes the input but its pools (the inventory, keyed by
-// identity), and of the pod only what the set's rules can read (reads).
+// poolsKey hashes what the policy reads of inv: its pools as input.pools
+// holds them (their JSON, which policy.PreparePools converts), not the
+// nodes, which it does not read. Hashed once per inventory.
+func (m *decisionMemo) poolsKey(inv *inventory.Inventory) ([sha256.Size]byte, error) {
+	if h := m.last.Load(); h != nil && h.inv == inv {
+		return h.sum, nil
+	}
+	b, err := json.Marshal(inv.Pools)
+	if err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("hash pools: %w", err)
+	}
+	h := &poolsHash{inv: inv, sum: sha256.Sum256(b)}
+	m.last.Store(h)
+	return h.sum, nil
+}
+
+// memoKey hashes the input but its pools (keyed apart, by poolsKey), and
+// of the pod only what the set's rules can read (reads).
 func memoKey(in policy.Input, reads policy.PodReads) ([sha256.Size]byte, error) {
 	in.Pools = nil
 	if in.Pod != nil {
@@ -67,27 +95,27 @@ func memoKey(in policy.Input, reads policy.PodReads) ([sha256.Size]byte, error) 
 	return sha256.Sum256(b), nil
 }
 
-func (m *decisionMemo) get(inv *inventory.Inventory, rev string, key [sha256.Size]byte) (policy.Decision, bool) {
+func (m *decisionMemo) get(pools [sha256.Size]byte, rev string, key [sha256.Size]byte) (policy.Decision, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.inv != inv || m.rev != rev {
+	if m.pools != pools || m.rev != rev {
 		return policy.Decision{}, false
 	}
 	d, ok := m.entries[key]
 	return d, ok
 }
 
-func (m *decisionMemo) put(inv *inventory.Inventory, rev string, key [sha256.Size]byte, d policy.Decision) {
+func (m *decisionMemo) put(pools [sha256.Size]byte, rev string, key [sha256.Size]byte, d policy.Decision) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.inv != inv || m.rev != rev || len(m.entries) >= memoLimit {
-		m.inv, m.rev, m.entries = inv, rev, map[[sha256.Size]byte]policy.Decision{}
+	if m.entries == nil || m.pools != pools || m.rev != rev || len(m.entries) >= memoLimit {
+		m.pools, m.rev, m.entries = pools, rev, map[[sha256.Size]byte]policy.Decision{}
 	}
 	m.entries[key] = d
 }
 
 // evaluate asks the policy, or the memo where it answered the same input
-// for this inventory and the active revision before. A memoized decision
+// for the same pools and the active revision before. A memoized decision
 // is shared: callers must not write into it (decide only appends to its
 // lists, which are clipped so that appending copies them).
 func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in policy.Input) (policy.Decision, error) {
@@ -106,7 +134,11 @@ func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in pol
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	if d, ok := m.memo.get(inv, set.Revision, key); ok {
+	pools, err := m.memo.poolsKey(inv)
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	if d, ok := m.memo.get(pools, set.Revision, key); ok {
 		memoLookups.WithLabelValues("hit").Inc()
 		return d, nil
 	}
@@ -121,7 +153,7 @@ func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in pol
 	// A new set may have gone live during the evaluation: keep the answer
 	// only under the revision that made it.
 	if d.Revision == set.Revision {
-		m.memo.put(inv, d.Revision, key, d)
+		m.memo.put(pools, d.Revision, key, d)
 	}
 	return d, nil
 }

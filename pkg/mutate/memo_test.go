@@ -175,12 +175,14 @@ func TestMemoKeyCoversEverythingThePolicyReads(t *testing.T) {
 	}
 
 	before := eval.count()
+	nodes := readNodes(t, "../../examples/nodes.yaml")
+	nodes[0].Status.Allocatable["nvidia.com/mig-1g.10gb"] = resource.MustParse("13")
 	inv.mu.Lock()
-	inv.inv = inventory.Build(readNodes(t, "../../examples/nodes.yaml"), allocator.Default())
+	inv.inv = inventory.Build(nodes, allocator.Default())
 	inv.mu.Unlock()
 	decideOnce(t, m, base())
 	if eval.count() != before+1 {
-		t.Errorf("the inventory changed, and the policy was not asked again")
+		t.Errorf("a pool's allocatable changed, and the policy was not asked again")
 	}
 	eval.mu.Lock()
 	eval.rev = "rev-2"
@@ -195,6 +197,34 @@ func TestMemoKeyCoversEverythingThePolicyReads(t *testing.T) {
 	decideOnce(t, m, base())
 	if eval.count() != before+2 {
 		t.Errorf("nothing changed, and the policy was asked again")
+	}
+}
+
+// TestMemoSurvivesARebuildThatChangesNoPool: GPU Feature Discovery
+// rewrites a label on every GPU node once a minute, and a rebuilt
+// inventory whose pools hold what they held gives the policy the same
+// input: the memo keeps answering, and its answer is the fresh one.
+func TestMemoSurvivesARebuildThatChangesNoPool(t *testing.T) {
+	m, eval, inv := memoMutator(t)
+	ns := teamA(t)["team-a"]
+	req := func() Request { return Request{Pod: templatePod("p", nil, nil), Namespace: ns} }
+	decideOnce(t, m, req())
+	nodes := readNodes(t, "../../examples/nodes.yaml")
+	for i := range nodes {
+		nodes[i].Labels["nvidia.com/gfd.timestamp"] = "1764240060"
+		nodes[i].Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	}
+	rebuilt := inventory.Build(nodes, allocator.Default())
+	inv.mu.Lock()
+	inv.inv = rebuilt
+	inv.mu.Unlock()
+	got := decideOnce(t, m, req())
+	if eval.count() != 1 {
+		t.Errorf("the policy ran %d times: a rebuilt inventory with the same pools started the memo over", eval.count())
+	}
+	fresh := decideOnce(t, NewMutator(&countingEval{rev: "rev-1"}, StaticInventory{Inv: rebuilt}, MutatorOptions{}), req())
+	if diff := cmp.Diff(encoded(t, fresh), encoded(t, got)); diff != "" {
+		t.Errorf("the memoized decision is not the fresh one (-fresh +memo):\n%s", diff)
 	}
 }
 

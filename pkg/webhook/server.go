@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 	if err != nil {
 		return err
 	}
-	mgr, err := newManager(cfg, scheme, opts, cw, log)
+	mgr, err := newManager(ctx, cfg, scheme, opts, cw, log)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine,
 	return keys, nil
 }
 
-func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
+func newManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
 	timeout := opts.ShutdownTimeout
 	return ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  scheme,
@@ -187,30 +187,46 @@ func newManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *cert
 		LeaderElection:          opts.leaderElects(),
 		LeaderElectionID:        "gpuadmit-quota",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			// Free capacity and the claim-template reconciler need only
-			// the pods gpuadmit placed, not every pod of the cluster; the
-			// reconciler picks those with share claims itself. Nodes keep
-			// only what the inventory reads: whole Nodes (images,
-			// conditions) would not fit the webhook's memory limit.
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{mutate.LabelManaged: "true"})},
-				&corev1.Node{}: {Transform: inventory.StripNode},
-				// Only gpuadmit-scheduler's Lease, not the nodes' heartbeats.
-				&coordinationv1.Lease{}: {
-					Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
-					Field:      fields.OneTermEqualSelector("metadata.name", SchedulerName),
-				},
-				// Only the record of gpuadmit-scheduler's pools (pkg/handover).
-				&corev1.ConfigMap{}: {
-					Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
-					Field:      fields.OneTermEqualSelector("metadata.name", handover.ConfigMapName),
-				},
+		Cache:                   cacheOptions(ctx, opts),
+		WebhookServer:           webhookServer(opts, cw),
+	})
+}
+
+// cacheOptions are what the manager's cache holds: only the objects
+// gpuadmit reads, each stripped to the fields it reads (see StripPod,
+// inventory.StripNode and docs/scale.md for what each costs), counted by
+// kind (gpuadmit_cache_objects) until ctx ends.
+func cacheOptions(ctx context.Context, opts Options) cache.Options {
+	return cache.Options{
+		NewInformer:      cacheObjects.newInformer(ctx),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		// Free capacity and the claim-template reconciler need only
+		// the pods gpuadmit placed, not every pod of the cluster; the
+		// reconciler picks those with share claims itself. Pods keep
+		// only what their readers read (StripPod), Nodes only what
+		// the inventory reads: whole ones (images, env, statuses)
+		// would not fit the webhook's memory limit.
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:  {Label: labels.SelectorFromSet(labels.Set{mutate.LabelManaged: "true"}), Transform: StripPod},
+			&corev1.Node{}: {Transform: inventory.StripNode},
+			// Only gpuadmit's driver's ResourceSlices: the inventory and
+			// the usage report read no other, and other drivers'
+			// (NVIDIA's partitionable devices) are large. The API server
+			// selects ResourceSlices by spec.driver (pkg/registry/resource/
+			// resourceslice's selectable fields).
+			&resourceapi.ResourceSlice{}: {Field: fields.OneTermEqualSelector(resourceapi.ResourceSliceSelectorDriver, allocator.DRADriver)},
+			// Only gpuadmit-scheduler's Lease, not the nodes' heartbeats.
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", SchedulerName),
+			},
+			// Only the record of gpuadmit-scheduler's pools (pkg/handover).
+			&corev1.ConfigMap{}: {
+				Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", handover.ConfigMapName),
 			},
 		},
-		WebhookServer: webhookServer(opts, cw),
-	})
+	}
 }
 
 // webhookServer is the TLS server of a role that serves; nil (a default the
@@ -266,12 +282,15 @@ func addPolicies(ctx context.Context, mgr manager.Manager, engine *policy.Engine
 	return w, mgr.Add(w)
 }
 
-// addInventory builds pools from the Node informer, and warms the Namespace
-// and PriorityClass informers.
+// addInventory builds pools from the Node informer, in the background, and
+// warms the Namespace and PriorityClass informers.
 func addInventory(ctx context.Context, mgr manager.Manager, log logr.Logger) (*inventory.Live, error) {
 	live := inventory.NewLive(mgr.GetCache(), allocator.Default(), log.WithName("inventory"))
 	live.Events = mgr.GetEventRecorder("gpuadmit-inventory")
 	if err := follow(ctx, mgr, &corev1.Node{}, live.Handler()); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(live); err != nil { // rebuilds in the background
 		return nil, err
 	}
 	if err := addSlices(ctx, mgr, live, log); err != nil {

@@ -32,6 +32,9 @@ func addUsage(ctx context.Context, mgr manager.Manager, engine *policy.Engine, l
 	if err := follow(ctx, mgr, &corev1.Node{}, live.Handler()); err != nil {
 		return err
 	}
+	if err := mgr.Add(onLeader{live}); err != nil { // only the leader reports usage
+		return err
+	}
 	src := &usageSource{cache: c, live: live, engine: engine}
 	dra, err := servesDRA(mgr)
 	if err != nil {
@@ -59,6 +62,12 @@ func addUsage(ctx context.Context, mgr manager.Manager, engine *policy.Engine, l
 	}()
 	return mgr.Add(col)
 }
+
+// onLeader runs a Runnable on the leader only.
+type onLeader struct{ manager.Runnable }
+
+// NeedLeaderElection is true.
+func (onLeader) NeedLeaderElection() bool { return true }
 
 // usageExported is the registry's one collector of the usage series: a
 // process may Run more than once (the end-to-end tests do), and each Run's

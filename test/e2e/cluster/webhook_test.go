@@ -52,6 +52,16 @@ func TestWebhookBinary(t *testing.T) {
 	if body, err := get(url); err != nil || !strings.Contains(body, "gpuadmit_policy_active_revision") {
 		t.Fatalf("GET %s: err %v, want gpuadmit's metrics in:\n%.500s", url, err, body)
 	}
+	body, err := get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, `gpuadmit_cache_objects{kind="Namespace"}`) {
+		t.Errorf("GET %s: no gpuadmit_cache_objects for the Namespace informer", url)
+	}
+	// The constant of docs/scale.md's memory formula: the process with
+	// its informers synced and (almost) nothing in them.
+	t.Logf("idle webhook:\n%s", grepLines(body, "process_resident_memory_bytes ", "go_memstats_heap_inuse_bytes ", "go_memstats_heap_alloc_bytes ", "gpuadmit_cache_objects{"))
 	c.StopWebhook()
 	if got := c.WebhookMetricsURL(); got != "" {
 		t.Errorf("WebhookMetricsURL after StopWebhook = %q, want empty", got)
@@ -79,4 +89,17 @@ func get(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// grepLines are the lines of text that start with one of prefixes.
+func grepLines(text string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
