@@ -1,0 +1,186 @@
+package mutate
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+)
+
+// draDevice is a device of gpuadmit's driver: a MIG instance of profile
+// (profile set) or a GPU whose memory claims share in 1 GiB steps.
+func draDevice(name, model, profile string, mib int64) resourceapi.Device {
+	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+		"type": {StringValue: ptr.To("gpu")}, "model": {StringValue: ptr.To(model)}}
+	capacity := resourceapi.DeviceCapacity{Value: *resource.NewQuantity(mib<<20, resource.BinarySI)}
+	d := resourceapi.Device{Name: name, Attributes: attrs}
+	if profile != "" {
+		attrs["type"] = resourceapi.DeviceAttribute{StringValue: ptr.To("mig")}
+		attrs["profile"] = resourceapi.DeviceAttribute{StringValue: ptr.To(profile)}
+	} else {
+		gib := resource.MustParse("1Gi")
+		d.AllowMultipleAllocations = ptr.To(true)
+		capacity.RequestPolicy = &resourceapi.CapacityRequestPolicy{ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: &gib, Step: &gib}}
+	}
+	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": capacity}
+	return d
+}
+
+// draPoolNode is a node of the named pool whose GPUs gpuadmit's driver
+// publishes as devs, advertising its accounting capacity as the DRA agent does.
+func draPoolNode(name, pool, product, model string, mib int64, devs ...resourceapi.Device) (corev1.Node, resourceapi.ResourceSlice) {
+	n := gpuNode(name, product, map[string]string{allocator.LabelNodeMode: allocator.NodeModeDRA, inventory.LabelPool: pool},
+		map[string]int64{inventory.ResourceMemoryMiB: allocator.QuotaOnlyMiB, inventory.ModelResource(model): mib})
+	s := resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: allocator.DRADriver, NodeName: ptr.To(name),
+		Pool: resourceapi.ResourcePool{Name: name, Generation: 1, ResourceSliceCount: 1}, Devices: devs}}
+	return n, s
+}
+
+// altInventory is two DRA pools: h100, an H100 with two 1g.10gb MIG
+// instances, and a100, a shareable A100 40GB; with extra nodes as they are.
+func altInventory(extra ...corev1.Node) *inventory.Inventory {
+	h, hs := draPoolNode("h100-0", "h100", "NVIDIA-H100-80GB-HBM3", "H100-80GB", 2*9984,
+		draDevice("mig-0", "H100-80GB", "1g.10gb", 9984), draDevice("mig-1", "H100-80GB", "1g.10gb", 9984))
+	a, as := draPoolNode("a100-0", "a100", "NVIDIA-A100-SXM4-40GB", "A100-40GB", 40960, draDevice("gpu-0", "A100-40GB", "", 40960))
+	return inventory.BuildWithSlices(append([]corev1.Node{h, a}, extra...), []resourceapi.ResourceSlice{hs, as}, allocator.Default())
+}
+
+func altMutator(extra ...corev1.Node) *Mutator {
+	return NewMutator(defaultEngine, StaticInventory{Inv: altInventory(extra...)}, MutatorOptions{})
+}
+
+// The default policies offer an 8 GiB request the smallest MIG slice that
+// holds it, then a share, then a whole GPU: in that order, all three.
+var eightGiB = []claim.Alternative{
+	{Backend: "mig", Model: "H100-80GB", Profile: "1g.10gb", Count: 1},
+	{Backend: "shared", Model: "A100-40GB", MiB: 8192},
+	{Backend: "whole", Model: "A100-40GB", Count: 1},
+}
+
+// TestAlternativesOnDRAPools: a pod whose policy accepts two DRA pools is
+// pinned to neither: its container's claim lists every alternative in the
+// policy's order, it requests only gpuadmit.io/gpu-memory-mib at the
+// largest alternative's MiB, it tolerates every pool's taints, and the
+// record names every alternative. Deciding again changes nothing.
+func TestAlternativesOnDRAPools(t *testing.T) {
+	m := altMutator()
+	res := mustMutate(t, m, pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}))
+	got := res.Pod
+	tmpl := claim.AlternativesTemplateName(eightGiB)
+	if diff := cmp.Diff(podClaims{Pod: map[string]string{"gpuadmit-a": tmpl}, Containers: map[string][]string{"a": {"gpuadmit-a"}}}, claimsOf(got)); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+	if alts, ok := claim.AlternativesOf(got.Annotations[claim.AnnotationAlternatives], tmpl); !ok || !cmp.Equal(alts, eightGiB) {
+		t.Errorf("%s = %s, want %s's alternatives %v", claim.AnnotationAlternatives, got.Annotations[claim.AnnotationAlternatives], tmpl, eightGiB)
+	}
+	want := map[string]string{inventory.ResourceMemoryMiB: "40960"} // the whole A100
+	if diff := cmp.Diff(want, accountingResources(got.Spec.Containers[0])); diff != "" {
+		t.Errorf("accounting (-want +got):\n%s", diff)
+	}
+	if g := gpuResources(got.Spec.Containers[0]); len(g) != 0 {
+		t.Errorf("GPU resources %v, want none: the claim gives the GPU", g)
+	}
+	if len(got.Spec.NodeSelector) != 0 || got.Spec.Affinity != nil {
+		t.Errorf("nodeSelector %v, affinity %v: the pod is pinned", got.Spec.NodeSelector, got.Spec.Affinity)
+	}
+	decision := got.Annotations[AnnotationDecision]
+	for _, s := range []string{"1) 1 MIG 1g.10gb slice(s) of an H100-80GB (9984 MiB) on pool h100", "2) a share of 8192 MiB of one A100-40GB on pool a100",
+		"3) 1 whole A100-40GB GPU(s) (40960 MiB) on pool a100", "alternatives on pools h100, a100"} {
+		if !strings.Contains(decision, s) {
+			t.Errorf("decision %q does not name %q", decision, s)
+		}
+	}
+	if p := PoolOf(got); p != "" {
+		t.Errorf("PoolOf = %q, want none", p)
+	}
+	if !strings.Contains(res.Explanation, "pinned to no pool") || !strings.Contains(res.Explanation, tmpl) {
+		t.Errorf("explanation %q does not say the pod is pinned to no pool and name its template", res.Explanation)
+	}
+	again, err := m.Mutate(context.Background(), Request{Pod: got})
+	if err != nil || !again.Allowed || len(again.Patch) != 0 {
+		t.Errorf("deciding again: allowed %v, patch %v, err %v, message %q; want allowed, no patch", again.Allowed, again.Patch, err, again.Message)
+	}
+}
+
+// TestAlternativesSharedByPodsThatAcceptTheSame: one template per distinct
+// list of alternatives and sizes: two pods that accept the same share one;
+// a container of another size gets another.
+func TestAlternativesSharedByPodsThatAcceptTheSame(t *testing.T) {
+	m := altMutator()
+	a := mustMutate(t, m, pod("a", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}))
+	b := mustMutate(t, m, pod("b", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "8192"}))
+	c := mustMutate(t, m, pod("c", map[string]string{"gpuadmit.io/gpu-memory": "4Gi"}))
+	ta, tb, tc := claimsOf(a.Pod).Pod["gpuadmit-a"], claimsOf(b.Pod).Pod["gpuadmit-a"], claimsOf(c.Pod).Pod["gpuadmit-a"]
+	if ta != tb {
+		t.Errorf("two pods that accept the same alternatives name templates %s and %s", ta, tb)
+	}
+	if ta == tc || !claim.IsAlternativesName(tc) {
+		t.Errorf("4 GiB names template %s, 8 GiB %s: want another alternatives template", tc, ta)
+	}
+}
+
+// TestOnePoolOnlyIsWrittenAsBefore: where the policy allows one pool only
+// (a model hint), or where the first candidate that fits is a device
+// plugin's pool, the pod is pinned to one pool as before.
+func TestOnePoolOnlyIsWrittenAsBefore(t *testing.T) {
+	// A100 MIG slices of a device plugin: 1g.5gb (4864 MiB) is the smallest
+	// slice holding 4 GiB, so it comes first.
+	plugin := advertising(gpuNode("mig-0", "NVIDIA-A100-SXM4-40GB", map[string]string{"nvidia.com/mig.strategy": "mixed"},
+		map[string]int64{"nvidia.com/mig-1g.5gb": 7}))
+	tests := map[string]struct {
+		m        *Mutator
+		pod      *corev1.Pod
+		wantPool string
+	}{
+		"a model hint": {m: altMutator(), pod: func() *corev1.Pod {
+			p := pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})
+			p.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB"}
+			return p
+		}(), wantPool: "a100"},
+		"a device plugin's pool first": {m: altMutator(plugin), pod: pod("p", map[string]string{"gpuadmit.io/gpu-memory": "4Gi"}),
+			wantPool: "a100-40gb-mig-mixed"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := mustMutate(t, tc.m, tc.pod).Pod
+			if p := PoolOf(got); p != tc.wantPool {
+				t.Errorf("pool %q, want %q", p, tc.wantPool)
+			}
+			if _, ok := got.Annotations[claim.AnnotationAlternatives]; ok || len(got.Spec.NodeSelector) == 0 {
+				t.Errorf("alternatives %q, nodeSelector %v: want one pool, pinned", got.Annotations[claim.AnnotationAlternatives], got.Spec.NodeSelector)
+			}
+		})
+	}
+}
+
+// TestAlternativesDropModelsOverQuota: a per-model quota with no room for
+// an alternative drops it, and the charge is the largest of those left.
+func TestAlternativesDropModelsOverQuota(t *testing.T) {
+	q := &corev1.ResourceQuota{}
+	q.Name = "gpuadmit"
+	q.Status.Hard = corev1.ResourceList{"requests.gpuadmit.io/a100-40gb-mib": resource.MustParse("20000")}
+	q.Status.Used = corev1.ResourceList{"requests.gpuadmit.io/a100-40gb-mib": resource.MustParse("4000")}
+	res, err := altMutator().Mutate(context.Background(), Request{Pod: pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}), Quota: q})
+	if err != nil || !res.Allowed {
+		t.Fatalf("Mutate: %v, %q", err, res.Message)
+	}
+	want := eightGiB[:2] // the whole A100 (40960 MiB) does not fit the 16000 MiB left
+	if _, ok := claim.AlternativesOf(res.Pod.Annotations[claim.AnnotationAlternatives], claim.AlternativesTemplateName(want)); !ok {
+		t.Errorf("%s = %s, want the alternatives %v", claim.AnnotationAlternatives, res.Pod.Annotations[claim.AnnotationAlternatives], want)
+	}
+	if diff := cmp.Diff(map[string]string{inventory.ResourceMemoryMiB: "9984"}, accountingResources(res.Pod.Spec.Containers[0])); diff != "" {
+		t.Errorf("accounting (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(res.Explanation, "quota on gpuadmit.io/a100-40gb-mib has 16000 MiB left") {
+		t.Errorf("explanation %q does not say why the whole A100 was left out", res.Explanation)
+	}
+}
