@@ -28,6 +28,11 @@ import (
 //     one's scheduler (pkg/poolowner's record, which the policy reads): a
 //     pod waits for one scheduler only. Candidates on other pools are left
 //     out and named in the explanation.
+//   - Not yet where gpuadmit-scheduler owns the first pool: the handover
+//     of its pools (pkg/handover) and its plugin's ownership check find a
+//     pod's pool in its record (PoolOf), one pool, so a pod waiting on
+//     several could be stranded or wait for two schedulers; such pods are
+//     placed on one pool as before until both read every pool of a pod.
 //   - Only app containers take alternatives: a pod whose init containers
 //     (sidecars included) ask for GPU is placed on one pool as before, where
 //     addClaims shares an init container's claim with the app's.
@@ -145,7 +150,7 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 				continue
 			}
 			if !decided {
-				if !pool.DRA {
+				if !pool.DRA || cand.SchedulerName == GPUAdmitScheduler {
 					return nil
 				}
 				decided, ch.owner = true, cand.SchedulerName

@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
 // draDevice is a device of gpuadmit's driver: a MIG instance of profile
@@ -182,5 +184,45 @@ func TestAlternativesDropModelsOverQuota(t *testing.T) {
 	}
 	if !strings.Contains(res.Explanation, "quota on gpuadmit.io/a100-40gb-mib has 16000 MiB left") {
 		t.Errorf("explanation %q does not say why the whole A100 was left out", res.Explanation)
+	}
+}
+
+// sameCandidates decides every pod the same: the candidates, for every container.
+type sameCandidates []policy.Candidate
+
+func (e sameCandidates) Evaluate(_ context.Context, in policy.Input) (policy.Decision, error) {
+	d := policy.Decision{Revision: "fixed", Placement: map[string][]policy.Candidate{}}
+	for _, c := range in.Containers {
+		d.Placement[c.Container] = e
+	}
+	return d, nil
+}
+
+// TestAlternativesOfOneScheduler: alternatives span the pools of the first
+// one's scheduler only, the others are left out and named; where
+// gpuadmit-scheduler owns the first pool, the pod is placed on one pool as
+// before (its handover reads one pool per pod).
+func TestAlternativesOfOneScheduler(t *testing.T) {
+	mig := policy.Candidate{Pool: "h100", Backend: "mig", Rule: "r1"}
+	share := policy.Candidate{Pool: "a100", Backend: "shared", Rule: "r2"}
+	whole := policy.Candidate{Pool: "a100", Backend: "whole", Rule: "r3", SchedulerName: "other-scheduler"}
+	inv := StaticInventory{Inv: altInventory()}
+	p := pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})
+
+	res := mustMutate(t, NewMutator(sameCandidates{mig, share, whole}, inv, MutatorOptions{}), p)
+	want := eightGiB[:2]
+	if _, ok := claim.AlternativesOf(res.Pod.Annotations[claim.AnnotationAlternatives], claim.AlternativesTemplateName(want)); !ok {
+		t.Errorf("%s = %s, want %v", claim.AnnotationAlternatives, res.Pod.Annotations[claim.AnnotationAlternatives], want)
+	}
+	if len(res.PassedOver) != 1 || !strings.Contains(res.PassedOver[0], "scheduled by other-scheduler") {
+		t.Errorf("left out %q, want the whole A100 of another scheduler", res.PassedOver)
+	}
+
+	mig.SchedulerName, share.SchedulerName = GPUAdmitScheduler, GPUAdmitScheduler
+	owned := p.DeepCopy()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "u", Controller: ptr.To(true)}}
+	res = mustMutate(t, NewMutator(sameCandidates{mig, share}, inv, MutatorOptions{}), owned)
+	if PoolOf(res.Pod) != "h100" || res.Pod.Spec.SchedulerName != GPUAdmitScheduler {
+		t.Errorf("pool %q, scheduler %q; want pool h100 as before, under %s", PoolOf(res.Pod), res.Pod.Spec.SchedulerName, GPUAdmitScheduler)
 	}
 }
