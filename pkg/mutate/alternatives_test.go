@@ -226,3 +226,32 @@ func TestAlternativesOfOneScheduler(t *testing.T) {
 		t.Errorf("pool %q, scheduler %q; want pool h100 as before, under %s", PoolOf(res.Pod), res.Pod.Spec.SchedulerName, GPUAdmitScheduler)
 	}
 }
+
+// TestSealedAlternatives: the seal covers what alternatives write. A pod
+// with alternatives comes back unchanged; a claim pointed at another
+// template, or an edited list of alternatives (which the reconciler would
+// make the template from), is denied.
+func TestSealedAlternatives(t *testing.T) {
+	m := NewMutator(defaultEngine, StaticInventory{Inv: altInventory()}, MutatorOptions{RecordKeys: KeySet{Current: key1}})
+	admitted := mustMutate(t, m, pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})).Pod
+	if res := mustMutate(t, m, admitted.DeepCopy()); !res.Allowed || len(res.Patch) != 0 {
+		t.Fatalf("the sealed pod comes back: allowed %v, patch %v, message %q; want allowed unchanged", res.Allowed, res.Patch, res.Message)
+	}
+	wider := claim.AlternativesTemplateName([]claim.Alternative{{Backend: "whole", Model: "H100-80GB", Count: 8}})
+	tests := map[string]func(p *corev1.Pod){
+		"another template": func(p *corev1.Pod) { p.Spec.ResourceClaims[0].ResourceClaimTemplateName = ptr.To(wider) },
+		"edited alternatives": func(p *corev1.Pod) {
+			p.Annotations[claim.AnnotationAlternatives] = claim.EncodeAlternatives(map[string][]claim.Alternative{
+				wider: {{Backend: "whole", Model: "H100-80GB", Count: 8}}})
+		},
+	}
+	for name, edit := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := admitted.DeepCopy()
+			edit(p)
+			if res := mustMutate(t, m, p); res.Allowed {
+				t.Errorf("allowed a pod whose alternatives were edited (patch %v)", res.Patch)
+			}
+		})
+	}
+}
