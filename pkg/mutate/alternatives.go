@@ -33,6 +33,11 @@ import (
 //     pod's pool in its record (PoolOf), one pool, so a pod waiting on
 //     several could be stranded or wait for two schedulers; such pods are
 //     placed on one pool as before until both read every pool of a pod.
+//   - An alternative selects its devices by model, not by pool: where a DRA
+//     pool the alternatives do not name has the model and form of one of
+//     them (an operator's named pools splitting a model, one for another
+//     team), the pod is placed on one pool as before, so that it never
+//     lands on a pool the policy did not offer it.
 //   - Only app containers take alternatives: a pod whose init containers
 //     (sidecars included) ask for GPU is placed on one pool as before, where
 //     addClaims shares an init container's claim with the app's.
@@ -106,9 +111,13 @@ type altChoice struct {
 	owner string
 	// left says, candidate by candidate, why one that fits was left out.
 	left []string
+	// also are the pools of candidates that repeat an alternative (the
+	// same form of the same model), whose devices it selects too.
+	also []altOption
 }
 
-// pools are the alternatives' pools, in order of first mention.
+// pools are the pools the alternatives may be allocated on, in order of
+// first mention.
 func (ch *altChoice) pools() []*inventory.Pool {
 	var out []*inventory.Pool
 	for _, c := range ch.containers {
@@ -118,16 +127,25 @@ func (ch *altChoice) pools() []*inventory.Pool {
 			}
 		}
 	}
+	for _, o := range ch.also {
+		if !slices.Contains(out, o.pool) {
+			out = append(out, o.pool)
+		}
+	}
 	return out
 }
 
-// tolerations are those of every alternative's candidate, then the policy's own.
+// tolerations are those of every alternative's candidate (repeated ones
+// too: the pod may land on their pools), then the policy's own.
 func (ch *altChoice) tolerations(d policy.Decision) []corev1.Toleration {
 	var ts []corev1.Toleration
 	for _, c := range ch.containers {
 		for _, o := range c.opts {
 			ts = append(ts, o.a.cand.Tolerations...)
 		}
+	}
+	for _, o := range ch.also {
+		ts = append(ts, o.a.cand.Tolerations...)
 	}
 	return append(ts, d.Tolerations...)
 }
@@ -155,6 +173,12 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 				}
 				decided, ch.owner = true, cand.SchedulerName
 			}
+			if alt := (altOption{pool: pool, a: a}).alternative(); pool.DRA && slices.ContainsFunc(c.opts, func(o altOption) bool { return o.alternative() == alt }) {
+				// The same alternative on another pool of the model (or
+				// named twice): its devices are already selected.
+				ch.also = append(ch.also, altOption{pool: pool, a: a})
+				continue
+			}
 			if why := ch.leaveOut(c, pool, a, quota); why != "" {
 				ch.left = append(ch.left, fmt.Sprintf("container %q, %s candidate on pool %s: %s", r.Container, cand.Backend, pool.Name, why))
 				continue
@@ -166,10 +190,29 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 		}
 		ch.containers = append(ch.containers, c)
 	}
-	if len(ch.pools()) < 2 {
+	if len(ch.pools()) < 2 || ch.reachesOtherPools(inv) {
 		return nil
 	}
 	return ch
+}
+
+// reachesOtherPools reports whether an alternative's devices could be
+// allocated on a DRA pool the alternatives do not name: one of the same
+// model that serves the same form (an operator's named pools splitting a
+// model). An alternative selects by model, which cannot tell such pools
+// apart, so the pod is then placed on one pool as before.
+func (ch *altChoice) reachesOtherPools(inv *inventory.Inventory) bool {
+	offered := ch.pools()
+	for _, c := range ch.containers {
+		for _, o := range c.opts {
+			for _, p := range inv.Pools {
+				if p.DRA && p.Model == o.pool.Model && servesBackend(p, o.a.cand.Backend) && !slices.Contains(offered, p) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // fitsStatically fits the candidate on its pool by size alone, on a pool
@@ -200,10 +243,6 @@ func (ch *altChoice) leaveOut(c altContainer, pool *inventory.Pool, a assignment
 		return fmt.Sprintf("scheduled by %s, and the pod's other alternatives by %s: a pod waits for one scheduler", schedulerOrDefault(a.cand.SchedulerName), schedulerOrDefault(ch.owner))
 	case len(c.opts) == claim.MaxAlternatives:
 		return fmt.Sprintf("beyond the %d alternatives a claim request may list", claim.MaxAlternatives)
-	}
-	alt := altOption{pool: pool, a: a}.alternative()
-	if slices.ContainsFunc(c.opts, func(o altOption) bool { return o.alternative() == alt }) {
-		return "the same as an earlier alternative"
 	}
 	if left, ok := quotaLeft(quota, pool.ModelResource); ok && left < a.givenMiB {
 		return fmt.Sprintf("the namespace's quota on %s has %d MiB left, less than the %d MiB it gives", pool.ModelResource, left, a.givenMiB)

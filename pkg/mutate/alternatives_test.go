@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,5 +254,31 @@ func TestSealedAlternatives(t *testing.T) {
 				t.Errorf("allowed a pod whose alternatives were edited (patch %v)", res.Patch)
 			}
 		})
+	}
+}
+
+// TestAlternativesNeverReachAPoolNotOffered: an alternative selects its
+// devices by model; where another DRA pool of that model and form exists
+// that the policy did not offer (here h100-b, an operator's second H100 MIG
+// pool), the pod is placed on one pool as before.
+func TestAlternativesNeverReachAPoolNotOffered(t *testing.T) {
+	b, bs := draPoolNode("h100-b-0", "h100-b", "NVIDIA-H100-80GB-HBM3", "H100-80GB", 9984, draDevice("mig-0", "H100-80GB", "1g.10gb", 9984))
+	h, hs := draPoolNode("h100-0", "h100", "NVIDIA-H100-80GB-HBM3", "H100-80GB", 9984, draDevice("mig-0", "H100-80GB", "1g.10gb", 9984))
+	a, as := draPoolNode("a100-0", "a100", "NVIDIA-A100-SXM4-40GB", "A100-40GB", 40960, draDevice("gpu-0", "A100-40GB", "", 40960))
+	inv := inventory.BuildWithSlices([]corev1.Node{h, a, b}, []resourceapi.ResourceSlice{hs, as, bs}, allocator.Default())
+	offer := sameCandidates{{Pool: "h100", Backend: "mig"}, {Pool: "a100", Backend: "shared"}}
+	p := pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})
+	got := mustMutate(t, NewMutator(offer, StaticInventory{Inv: inv}, MutatorOptions{}), p).Pod
+	if PoolOf(got) != "h100" {
+		t.Errorf("pool %q, alternatives %q; want pool h100, pinned", PoolOf(got), got.Annotations[claim.AnnotationAlternatives])
+	}
+	teamB := corev1.Toleration{Key: "team", Operator: corev1.TolerationOpEqual, Value: "b", Effect: corev1.TaintEffectNoSchedule}
+	both := append(offer, policy.Candidate{Pool: "h100-b", Backend: "mig", Tolerations: []corev1.Toleration{teamB}})
+	got = mustMutate(t, NewMutator(both, StaticInventory{Inv: inv}, MutatorOptions{}), p).Pod
+	if !strings.Contains(got.Annotations[AnnotationDecision], "alternatives on pools h100, a100, h100-b") {
+		t.Errorf("decision %q: want alternatives on every pool offered", got.Annotations[AnnotationDecision])
+	}
+	if !slices.Contains(got.Spec.Tolerations, teamB) {
+		t.Errorf("tolerations %v: want h100-b's, where its alternative may be allocated", got.Spec.Tolerations)
 	}
 }
