@@ -190,7 +190,7 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 		}
 		ch.containers = append(ch.containers, c)
 	}
-	if len(ch.pools()) < 2 || ch.reachesOtherPools(inv) {
+	if len(ch.pools()) < 2 || ch.reachesOtherPools(pod, inv) {
 		return nil
 	}
 	return ch
@@ -199,14 +199,18 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 // reachesOtherPools reports whether an alternative's devices could be
 // allocated on a DRA pool the alternatives do not name: one of the same
 // model that serves the same form (an operator's named pools splitting a
-// model). An alternative selects by model, which cannot tell such pools
-// apart, so the pod is then placed on one pool as before.
-func (ch *altChoice) reachesOtherPools(inv *inventory.Inventory) bool {
+// model, a pool another scheduler owns), and on whose nodes the pod's own
+// constraints let it run. An alternative selects by model, which cannot
+// tell such pools apart, so the pod is then placed on one pool as before.
+func (ch *altChoice) reachesOtherPools(pod *corev1.Pod, inv *inventory.Inventory) bool {
 	offered := ch.pools()
 	for _, c := range ch.containers {
 		for _, o := range c.opts {
 			for _, p := range inv.Pools {
-				if p.DRA && p.Model == o.pool.Model && servesBackend(p, o.a.cand.Backend) && !slices.Contains(offered, p) {
+				if !p.DRA || p.Model != o.pool.Model || !servesBackend(p, o.a.cand.Backend) || slices.Contains(offered, p) {
+					continue
+				}
+				if _, why := eligibleNodes(pod, p); why == "" {
 					return true
 				}
 			}
