@@ -116,15 +116,15 @@ func (ch *altChoice) explain(pod *corev1.Pod, want intent.Pod, d policy.Decision
 		fmt.Fprintf(&b, "Left out: %s. ", strings.Join(ch.left, "; "))
 	}
 	fmt.Fprintf(&b, "The pod is pinned to no pool: on DRA pools %s the scheduler (%s) picks the node, and the allocator takes there the first alternative that fits, "+
-		"on exact free capacity; the stock scheduler prefers nodes where an earlier alternative fits, a preference other scores can outweigh",
+		"on exact free capacity; the stock scheduler prefers nodes where an earlier alternative fits, a preference other scores can outweigh. ",
 		strings.Join(ch.poolNames(), ", "), schedulerOrDefault(ch.owner))
 	if ts := ch.tolerations(d); len(ts) > 0 {
-		fmt.Fprintf(&b, ". It tolerates %s", formatTolerations(ts))
+		fmt.Fprintf(&b, "It tolerates %s. ", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {
-		fmt.Fprintf(&b, ", and runs as PriorityClass %s (class %s)", d.PriorityClassName, classOf(want))
+		fmt.Fprintf(&b, "It runs as PriorityClass %s (class %s). ", d.PriorityClassName, classOf(want))
 	}
-	b.WriteString(". A per-model quota counts only pods placed on one pool, so for this pod it is approximate: an alternative was dropped only where the model's quota had no room at admission.")
+	b.WriteString("A per-model quota counts only pods placed on one pool, so for this pod it is approximate: an alternative was dropped only where the model's quota had no room at admission.")
 	for _, w := range d.Warnings {
 		fmt.Fprintf(&b, " Warning: %s.", w)
 	}
