@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -280,5 +281,57 @@ func TestAlternativesNeverReachAPoolNotOffered(t *testing.T) {
 	}
 	if !slices.Contains(got.Spec.Tolerations, teamB) {
 		t.Errorf("tolerations %v: want h100-b's, where its alternative may be allocated", got.Spec.Tolerations)
+	}
+}
+
+// TestAlternativesAtMostEight: a claim request lists at most 8
+// alternatives (the API's limit); the policy's further candidates are left
+// out and named.
+func TestAlternativesAtMostEight(t *testing.T) {
+	profiles := []string{"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}
+	var devs []resourceapi.Device
+	var offer sameCandidates
+	for i, p := range profiles {
+		devs = append(devs, draDevice(fmt.Sprintf("mig-%d", i), "H100-80GB", p, 9984))
+		offer = append(offer, policy.Candidate{Pool: "h100", Backend: "mig", Profile: p})
+	}
+	offer = append(offer, policy.Candidate{Pool: "a100", Backend: "shared"}, policy.Candidate{Pool: "a100", Backend: "whole"})
+	h, hs := draPoolNode("h100-0", "h100", "NVIDIA-H100-80GB-HBM3", "H100-80GB", 81559, devs...)
+	a, as := draPoolNode("a100-0", "a100", "NVIDIA-A100-SXM4-40GB", "A100-40GB", 40960, draDevice("gpu-0", "A100-40GB", "", 40960))
+	inv := inventory.BuildWithSlices([]corev1.Node{h, a}, []resourceapi.ResourceSlice{hs, as}, allocator.Default())
+	res := mustMutate(t, NewMutator(offer, StaticInventory{Inv: inv}, MutatorOptions{}), pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}))
+	decision := res.Pod.Annotations[AnnotationDecision]
+	if !strings.Contains(decision, "8) a share of 8192 MiB") || strings.Contains(decision, "9)") {
+		t.Errorf("decision %q: want 8 alternatives, the share last", decision)
+	}
+	if len(res.PassedOver) != 1 || !strings.Contains(res.PassedOver[0], "whole candidate on pool a100: beyond the 8 alternatives") {
+		t.Errorf("left out %q, want the whole A100, beyond the 8", res.PassedOver)
+	}
+}
+
+// TestAlternativesPerContainer: each GPU container has its own claim and
+// template, sized for it, and its own charge; the pod decided again is unchanged.
+func TestAlternativesPerContainer(t *testing.T) {
+	m := altMutator()
+	got := mustMutate(t, m, pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}, map[string]string{"gpuadmit.io/gpu-memory": "4Gi"})).Pod
+	four := []claim.Alternative{
+		{Backend: "mig", Model: "H100-80GB", Profile: "1g.10gb", Count: 1},
+		{Backend: "shared", Model: "A100-40GB", MiB: 4096},
+		{Backend: "whole", Model: "A100-40GB", Count: 1},
+	}
+	want := podClaims{
+		Pod:        map[string]string{"gpuadmit-a": claim.AlternativesTemplateName(eightGiB), "gpuadmit-b": claim.AlternativesTemplateName(four)},
+		Containers: map[string][]string{"a": {"gpuadmit-a"}, "b": {"gpuadmit-b"}},
+	}
+	if diff := cmp.Diff(want, claimsOf(got)); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+	for i, c := range got.Spec.Containers {
+		if diff := cmp.Diff(map[string]string{inventory.ResourceMemoryMiB: "40960"}, accountingResources(c)); diff != "" {
+			t.Errorf("container %d accounting (-want +got):\n%s", i, diff)
+		}
+	}
+	if again := mustMutate(t, m, got); !again.Allowed || len(again.Patch) != 0 {
+		t.Errorf("deciding again: allowed %v, patch %v, message %q", again.Allowed, again.Patch, again.Message)
 	}
 }
