@@ -28,11 +28,10 @@ import (
 //     one's scheduler (pkg/poolowner's record, which the policy reads): a
 //     pod waits for one scheduler only. Candidates on other pools are left
 //     out and named in the explanation.
-//   - Not yet where gpuadmit-scheduler owns the first pool: the handover
-//     of its pools (pkg/handover) and its plugin's ownership check find a
-//     pod's pool in its record (PoolOf), one pool, so a pod waiting on
-//     several could be stranded or wait for two schedulers; such pods are
-//     placed on one pool as before until both read every pool of a pod.
+//     The record names every pool of the alternatives (poolowner.PoolsOf):
+//     gpuadmit's handover (pkg/handover) counts the pod as waiting on each,
+//     and replaces it should gpuadmit-scheduler lose any of them, and
+//     gpuadmit-scheduler's plugin refuses it unless it owns them all.
 //   - An alternative selects its devices by model, not by pool: where a DRA
 //     pool the alternatives do not name has the model and form of one of
 //     them (an operator's named pools splitting a model, one for another
@@ -168,7 +167,7 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 				continue
 			}
 			if !decided {
-				if !pool.DRA || cand.SchedulerName == GPUAdmitScheduler {
+				if !pool.DRA {
 					return nil
 				}
 				decided, ch.owner = true, cand.SchedulerName

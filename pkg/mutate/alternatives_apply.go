@@ -12,6 +12,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // applyAlternatives writes a pod placed by alternatives into a copy of pod:
@@ -68,8 +69,8 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 
 // altPoolsMark precedes the pools in the decision record of a pod placed by
 // alternatives. It is not poolMark ("; pool "), so PoolOf names no pool for
-// such a pod: it is pinned to none.
-const altPoolsMark = "; alternatives on pools "
+// such a pod (it is pinned to none); poolowner.PoolsOf names them all.
+const altPoolsMark = poolowner.AltPoolsMark
 
 // decisionText is gpuadmit.io/decision for a pod placed by alternatives:
 // per GPU container, every alternative in order, then the pools and the

@@ -202,8 +202,8 @@ func (e sameCandidates) Evaluate(_ context.Context, in policy.Input) (policy.Dec
 
 // TestAlternativesOfOneScheduler: alternatives span the pools of the first
 // one's scheduler only, the others are left out and named; where
-// gpuadmit-scheduler owns the first pool, the pod is placed on one pool as
-// before (its handover reads one pool per pod).
+// gpuadmit-scheduler owns the pools, the pod names it, and the record
+// names every pool it may wait on, for the handover.
 func TestAlternativesOfOneScheduler(t *testing.T) {
 	mig := policy.Candidate{Pool: "h100", Backend: "mig", Rule: "r1"}
 	share := policy.Candidate{Pool: "a100", Backend: "shared", Rule: "r2"}
@@ -224,8 +224,8 @@ func TestAlternativesOfOneScheduler(t *testing.T) {
 	owned := p.DeepCopy()
 	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "u", Controller: ptr.To(true)}}
 	res = mustMutate(t, NewMutator(sameCandidates{mig, share}, inv, MutatorOptions{}), owned)
-	if PoolOf(res.Pod) != "h100" || res.Pod.Spec.SchedulerName != GPUAdmitScheduler {
-		t.Errorf("pool %q, scheduler %q; want pool h100 as before, under %s", PoolOf(res.Pod), res.Pod.Spec.SchedulerName, GPUAdmitScheduler)
+	if pools := PoolsOf(res.Pod); !cmp.Equal(pools, []string{"h100", "a100"}) || res.Pod.Spec.SchedulerName != GPUAdmitScheduler {
+		t.Errorf("pools %q, scheduler %q; want h100 and a100, under %s", pools, res.Pod.Spec.SchedulerName, GPUAdmitScheduler)
 	}
 }
 
