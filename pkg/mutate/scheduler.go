@@ -80,7 +80,11 @@ func setScheduler(res *Result, d policy.Decision, owner, where string) error {
 	pod.Annotations[AnnotationScheduler] = string(raw)
 	pod.Spec.SchedulerName = owner
 	if d.MigrateFrom == "" {
-		res.Explanation += fmt.Sprintf(" %s is scheduled by %s, which the pod now names in spec.schedulerName.", capitalized(where), owner)
+		verb := "is"
+		if strings.HasPrefix(where, "pools ") {
+			verb = "are"
+		}
+		res.Explanation += fmt.Sprintf(" %s %s scheduled by %s, which the pod now names in spec.schedulerName.", capitalized(where), verb, owner)
 		return nil
 	}
 	msg := fmt.Sprintf("spec.schedulerName %q is replaced by %q, which schedules %s", asked, owner, where)
