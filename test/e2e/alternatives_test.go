@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
@@ -29,12 +32,13 @@ import (
 // where a pod lands follows from the order of its alternatives alone.
 //
 // The policy version "alternatives" offers every GPU container a 1g.10gb
-// slice on the H100 pool, else a share on the A100 pool, in that order,
-// both of the stock scheduler: the default placement.rego with its
-// placement rule replaced (its helpers, which decision.rego uses, kept).
+// slice on the H100 pool, else a share on the A100 pool, in that order, of
+// each pool's owner (the stock scheduler unless gpuadmit-scheduler runs):
+// the default placement.rego with its placement rule replaced (its
+// helpers, which decision.rego uses, kept).
 const altPlacement = `placement[c.name] := [
-	{"pool": "alt-h100", "backend": "mig", "profile": "1g.10gb", "rule": "e2e/h100-slice", "schedulerName": "default-scheduler"},
-	{"pool": "alt-a100", "backend": "shared", "rule": "e2e/a100-share", "schedulerName": "default-scheduler"},
+	{"pool": "alt-h100", "backend": "mig", "profile": "1g.10gb", "rule": "e2e/h100-slice", "schedulerName": pool_owners["alt-h100"]},
+	{"pool": "alt-a100", "backend": "shared", "rule": "e2e/a100-share", "schedulerName": pool_owners["alt-a100"]},
 ] if some c in input.containers`
 
 // altPlacementTest replaces decision_test.rego, which tests the default
@@ -42,7 +46,7 @@ const altPlacement = `placement[c.name] := [
 const altPlacementTest = `package gpuadmit
 
 test_the_h100_slice_then_the_a100_share if {
-	p := placement with input as {"containers": [{"name": "main"}]}
+	p := placement with input as {"containers": [{"name": "main"}], "pools": [{"name": "alt-h100"}, {"name": "alt-a100"}]}
 	[c.pool | some c in p.main] == ["alt-h100", "alt-a100"]
 }
 `
@@ -92,6 +96,8 @@ func altNodes(t *testing.T, ctx context.Context, ns, suffix string) {
 	altPoolNode(t, ctx, "alt-a100-"+suffix, "alt-a100", "NVIDIA-A100-SXM4-40GB", fakeGPUs(1))
 	waitFor(t, "the webhook gives the alternatives policy's alternatives on both pools", 60*time.Second, func() (bool, string) {
 		q := altPod(ns, "probe", "8Gi")
+		// A controller's pod, which gpuadmit-scheduler may get too.
+		q.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "probe", UID: "probe", Controller: ptr.To(true)}}
 		if err := env.Client.Create(ctx, q, client.DryRunAll); err != nil {
 			return false, err.Error()
 		}
@@ -273,4 +279,47 @@ func readPodIn(t *testing.T, ctx context.Context, p *corev1.Pod) *corev1.Pod {
 		t.Fatal(fmt.Errorf("read %s: %w", p.Name, err))
 	}
 	return got
+}
+
+// TestAlternativesUnderGPUAdmitScheduler: where gpuadmit-scheduler owns
+// both pools, a ReplicaSet's pod gets it, its record names both pools (the
+// handover counts it as waiting on each), and gpuadmit-scheduler, whose
+// plugin lets it through only while it owns both, binds it, the claim
+// allocated from one of its alternatives.
+func TestAlternativesUnderGPUAdmitScheduler(t *testing.T) {
+	useGPUAdmitScheduler(t)
+	ctx := context.Background()
+	makeNamespaces(t, ctx, "alt-owned")
+	useAlternatives(t)
+	altNodes(t, ctx, "alt-owned", "owned")
+	waitGivenTo(t, ctx, "alt-owned", nil, gpuadmitScheduler)
+	labels := map[string]string{"gate": "alt-owned"}
+	tmpl := altPod("alt-owned", "", "8Gi")
+	tmpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "alt-owned", Name: "alt-owned"}, Spec: appsv1.ReplicaSetSpec{
+		Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+	}}
+	if err := env.Client.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), rs, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		for _, p := range listPods(t, context.Background(), rs) {
+			_ = env.Client.Delete(context.Background(), &p, client.GracePeriodSeconds(0))
+		}
+	})
+	p := replicaSetPods(t, ctx, rs, 1)[0]
+	if p.Spec.SchedulerName != gpuadmitScheduler {
+		t.Errorf("spec.schedulerName %q, want %s", p.Spec.SchedulerName, gpuadmitScheduler)
+	}
+	if pools := mutate.PoolsOf(p); strings.Join(pools, ",") != "alt-h100,alt-a100" {
+		t.Errorf("the record names pools %v, want alt-h100 and alt-a100: %s", pools, p.Annotations[mutate.AnnotationDecision])
+	}
+	node := scheduledNode(t, ctx, p)
+	_, req := podRequest(t, ctx, p)
+	if !(node == "alt-h100-owned" && req == "gpu/mig0" || node == "alt-a100-owned" && req == "gpu/shared1") {
+		t.Errorf("bound on %s with %s allocated, want the H100 slice or the A100 share", node, req)
+	}
+	t.Logf("gpuadmit-scheduler bound the pod on %s, allocating %s", node, req)
 }
