@@ -45,7 +45,7 @@ func mutateCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&o.PodFile, "filename", "f", "", "Pods and workloads: a file, a directory, or - for stdin (YAML or JSON)")
-	cmd.Flags().StringVar(&o.NodesFile, "nodes", "", "Nodes as a YAML stream (kubectl get nodes -o yaml)")
+	cmd.Flags().StringVar(&o.NodesFile, "nodes", "", "Nodes as a YAML stream (kubectl get nodes -o yaml), with the ResourceSlices of DRA nodes (kubectl get nodes,resourceslices -o yaml)")
 	cmd.Flags().StringVar(&o.NamespaceFile, "namespace", "", "the Namespace (YAML) of objects that name none; default: default, without labels")
 	cmd.Flags().StringVar(&o.PoliciesDir, "policies", "", "policy directory; default: the embedded default policies")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "yaml (for people) or json (an array, one result per pod template)")

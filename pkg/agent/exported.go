@@ -25,9 +25,10 @@ func OpenNVML(c cdi.Options) (nvml.Interface, func(), error) { return openNVML(c
 // read in both modes.
 type NodePublisher struct{ p publisher }
 
-// NewNodePublisher returns a publisher for the Node called node.
+// NewNodePublisher returns a publisher for the Node called node, in DRA
+// mode: its accounting capacity is DRAAccounting's.
 func NewNodePublisher(c NodeClient, node string) *NodePublisher {
-	return &NodePublisher{p: publisher{client: c, node: node}}
+	return &NodePublisher{p: publisher{client: c, node: node, accounting: DRAAccounting}}
 }
 
 // Publish writes gpus on the Node, with no share offer: a DRA node serves

@@ -26,6 +26,8 @@ type NodeClient interface {
 type publisher struct {
 	client NodeClient
 	node   string
+	// accounting is the node's accounting capacity; nil is Accounting.
+	accounting func([]GPU) map[string]int64
 }
 
 // publish writes the annotations and the accounting capacity. Both are
@@ -36,6 +38,9 @@ type publisher struct {
 func (p *publisher) publish(ctx context.Context, gpus []GPU, offer allocator.ShareOffer, served bool) error {
 	if err := p.annotate(ctx, gpus, offer, served); err != nil {
 		return err
+	}
+	if p.accounting != nil {
+		return p.advertise(ctx, p.accounting(gpus))
 	}
 	return p.advertise(ctx, Accounting(gpus))
 }

@@ -190,3 +190,41 @@ func TestPublishOnlyServesNoDevices(t *testing.T) {
 	default:
 	}
 }
+
+// TestDRANodeNeverRefusesAPodForAccounting: a pod with DRA alternatives is
+// charged its largest alternative (up to 8 GPUs of the largest catalog
+// model), whatever device the scheduler then gives it. The DRA agent's
+// NodePublisher advertises ResourceMemoryMiB as quota-only capacity, so a
+// node's pod capacity of such pods, each charged the most any pod can be,
+// fits in its allocatable as the scheduler's NodeResourcesFit sums them;
+// the per-model resource keeps the GPUs' real memory. Advertised at the
+// real memory (as before), the second such pod would be refused while the
+// node's devices are free.
+func TestDRANodeNeverRefusesAPodForAccounting(t *testing.T) {
+	var largest int64
+	for _, m := range allocator.Default().Models() {
+		largest = max(largest, m.MemoryMiB)
+	}
+	charge := 8 * largest
+	const maxPods = 110 // the kubelet's default
+	c := fake.NewClientBuilder().WithObjects(gpuNode()).WithStatusSubresource(&corev1.Node{}).Build()
+	ctx := context.Background()
+	if err := NewNodePublisher(c, nodeName).Publish(ctx, []GPU{{UUID: "GPU-a", Model: "A100-40GB", MemoryMiB: 40960, Healthy: true}}); err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{}
+	if err := c.Get(ctx, clientKey(nodeName), n); err != nil {
+		t.Fatal(err)
+	}
+	alloc := quantities(n.Status.Allocatable)
+	if got := alloc[ResourceMemoryMiB]; got < maxPods*charge {
+		t.Errorf("a DRA node with one free GPU advertises %s=%d, which refuses pod %d of %d charged %d MiB each",
+			ResourceMemoryMiB, got, got/charge+1, maxPods, charge)
+	}
+	if got := alloc[ModelResource("A100-40GB")]; got != 40960 {
+		t.Errorf("%s = %d, want the GPU's real 40960 MiB", ModelResource("A100-40GB"), got)
+	}
+	if got := DRAAccounting([]GPU{{Model: "A100-40GB", MemoryMiB: 40960}}); got[ResourceMemoryMiB] != 0 {
+		t.Errorf("a DRA node without a healthy GPU advertises %s=%d, want 0: it serves nothing", ResourceMemoryMiB, got[ResourceMemoryMiB])
+	}
+}

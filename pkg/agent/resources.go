@@ -40,3 +40,17 @@ func Accounting(gpus []GPU) map[string]int64 {
 	}
 	return out
 }
+
+// DRAAccounting is the accounting capacity of a node in DRA mode: each
+// model's resource as Accounting gives it, and ResourceMemoryMiB at
+// allocator.QuotaOnlyMiB, which never refuses a pod (see there): pods with
+// DRA alternatives are charged their largest alternative, and the devices
+// their claims get are what the scheduler fits. Without a healthy GPU it is
+// zero, as in Accounting: the node serves nothing.
+func DRAAccounting(gpus []GPU) map[string]int64 {
+	out := Accounting(gpus)
+	if out[ResourceMemoryMiB] > 0 {
+		out[ResourceMemoryMiB] = allocator.QuotaOnlyMiB
+	}
+	return out
+}

@@ -9,6 +9,21 @@ const (
 	// ResourceMemoryMiB counts GPU memory in MiB, whatever its form.
 	ResourceMemoryMiB = "gpuadmit.io/gpu-memory-mib"
 
+	// QuotaOnlyMiB is the capacity a node of gpuadmit's DRA driver
+	// advertises under ResourceMemoryMiB: quota-only, it never refuses a
+	// pod. A pod with DRA alternatives requests ResourceMemoryMiB at its
+	// largest alternative while the scheduler may give it as little as one
+	// share step, so counted against the GPUs' real memory the charges of
+	// a node's pods would refuse pods whose devices are free. The scheduler
+	// sums the requests of a node's pods; there are at most its pod
+	// capacity of them (the kubelet's maxPods, 110 by default), each
+	// charged at most 8 GPUs of the largest memory (under 2^18 MiB each),
+	// which is 2^21 MiB a pod: 2^40 MiB holds 2^19 such pods on one node,
+	// and 5,000 nodes of it sum to about 2^52, far from int64's limit. The
+	// devices themselves are what the scheduler fits; the per-model
+	// resources keep their real MiB.
+	QuotaOnlyMiB int64 = 1 << 40
+
 	accountingPrefix = "gpuadmit.io/"
 	accountingSuffix = "-mib"
 	maxNameLen       = 63 // the name part of a qualified resource name

@@ -1,5 +1,7 @@
 package allocator
 
+import "strings"
+
 // What a GPU node publishes about itself. The node agent writes it, the
 // inventory reads it; both import this package, so there is one type and one
 // name for each part of that contract.
@@ -64,6 +66,13 @@ const (
 	DRATypeGPU = "gpu"
 	DRATypeMIG = "mig"
 )
+
+// DRAMIGClass is the DeviceClass of a MIG profile: "mig-1g.10gb.me.gpuadmit.io"
+// for "1g.10gb+me" ("+" is not allowed in a name). The driver's classes
+// (pkg/agent/dra) and the webhook's claims (pkg/claim) name them by it.
+func DRAMIGClass(profile string) string {
+	return "mig-" + strings.ReplaceAll(profile, "+", ".") + DRAClassSuffix
+}
 
 // MIG modes of a GPU, as NodeGPU writes them.
 const (

@@ -135,7 +135,7 @@ func (r *Reconciler) create(ctx context.Context, ns string, wanted map[string][]
 		if existing[name] {
 			continue
 		}
-		err := r.createOne(ctx, ns, name)
+		err := r.createOne(ctx, ns, name, wanted[name])
 		if err == nil {
 			logf.FromContext(ctx).Info("Share template created", "namespace", ns, "template", name)
 			continue
@@ -154,12 +154,14 @@ func (r *Reconciler) create(ctx context.Context, ns string, wanted map[string][]
 	return nil
 }
 
-func (r *Reconciler) createOne(ctx context.Context, ns, name string) error {
-	mib, ok := ShareOf(name)
-	if !ok {
-		return fmt.Errorf("%s is not a template name this version of gpuadmit writes", name)
+// createOne makes the template name that pods name: a share's from its
+// name, an alternatives template from the pods' AnnotationAlternatives.
+func (r *Reconciler) createOne(ctx context.Context, ns, name string, pods []*corev1.Pod) error {
+	t, err := templateFor(ns, name, pods)
+	if err != nil {
+		return err
 	}
-	err := r.client.Create(ctx, Template(ns, mib))
+	err = r.client.Create(ctx, t)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -179,4 +181,22 @@ func (r *Reconciler) setWaiting(ns string, n int) {
 		total += v
 	}
 	podsWaiting.Set(float64(total))
+}
+
+// templateFor is the template name stands for: a share's, whose size its
+// name says, or an alternatives template, whose alternatives the first pod
+// naming it that records them under that exact name says.
+func templateFor(ns, name string, pods []*corev1.Pod) (*resourceapi.ResourceClaimTemplate, error) {
+	if mib, ok := ShareOf(name); ok {
+		return Template(ns, mib), nil
+	}
+	if IsAlternativesName(name) {
+		for _, p := range pods {
+			if alts, ok := AlternativesOf(p.Annotations[AnnotationAlternatives], name); ok {
+				return AlternativesTemplate(ns, alts), nil
+			}
+		}
+		return nil, fmt.Errorf("no pod that names %s records its alternatives (annotation %s)", name, AnnotationAlternatives)
+	}
+	return nil, fmt.Errorf("%s is not a template name this version of gpuadmit writes", name)
 }

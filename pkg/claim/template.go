@@ -64,8 +64,11 @@ func Template(namespace string, mib int64) *resourceapi.ResourceClaimTemplate {
 	return t
 }
 
-// IsTemplateName reports whether name is one gpuadmit's templates use.
-func IsTemplateName(name string) bool { return strings.HasPrefix(name, templatePrefix) }
+// IsTemplateName reports whether name is one gpuadmit's templates use: a
+// share's or an alternatives template's.
+func IsTemplateName(name string) bool {
+	return strings.HasPrefix(name, templatePrefix) || IsAlternativesName(name)
+}
 
 // ShareOf is the share a template name stands for: ok only when name is
 // exactly what TemplateName writes for it, so a name from another version

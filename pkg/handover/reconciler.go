@@ -3,6 +3,7 @@ package handover
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -188,11 +189,11 @@ func (r *Reconciler) replace(ctx context.Context, w Waiting) error {
 		return nil // gone already, or replaced by a pod of the same name
 	}
 	if err != nil {
-		return fmt.Errorf("delete pod %s/%s, waiting for %s on pool %s: %w", w.Namespace, w.Name, SchedulerName, w.Pool, err)
+		return fmt.Errorf("delete pod %s/%s, waiting for %s on pool %s: %w", w.Namespace, w.Name, SchedulerName, strings.Join(w.Pools, ", "), err)
 	}
 	r.events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonReplaced, "Delete",
 		"%s, for which the pod waited on pool %s, holds no live Lease (or no longer owns the pool); deleted so that its controller creates it again for the pool's scheduler now",
-		SchedulerName, w.Pool)
-	logf.FromContext(ctx).Info("replaced a pod that waited for gpuadmit-scheduler", "pod", types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, "pool", w.Pool)
+		SchedulerName, strings.Join(w.Pools, ", "))
+	logf.FromContext(ctx).Info("replaced a pod that waited for gpuadmit-scheduler", "pod", types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, "pools", w.Pools)
 	return nil
 }

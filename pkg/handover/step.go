@@ -2,6 +2,7 @@ package handover
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,13 +11,14 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
 
-// Waiting is a GPU pod that waits for a node: gpuadmit placed it on Pool,
-// for the scheduler Scheduler, and it is bound to no node and not being
-// deleted.
+// Waiting is a GPU pod that waits for a node: gpuadmit placed it on Pools
+// (one pool, or every pool of its DRA alternatives), for the scheduler
+// Scheduler, and it is bound to no node and not being deleted. It waits on
+// each of its pools: a pool changes hands only once it waits on none.
 type Waiting struct {
 	Namespace, Name string
 	UID             types.UID
-	Pool            string
+	Pools           []string
 	Scheduler       string
 	// Replaceable: a controller (ReplicaSet, Job, StatefulSet…) owns the
 	// pod and creates it again when it is deleted, decided anew for the
@@ -34,11 +36,11 @@ func WaitingOf(p *corev1.Pod) (Waiting, bool) {
 	if p.Spec.NodeName != "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return Waiting{}, false
 	}
-	pool := mutate.PoolOf(p)
-	if pool == "" {
+	pools := mutate.PoolsOf(p)
+	if len(pools) == 0 {
 		return Waiting{}, false
 	}
-	return Waiting{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Pool: pool, Scheduler: p.Spec.SchedulerName,
+	return Waiting{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Pools: pools, Scheduler: p.Spec.SchedulerName,
 		Replaceable: metav1.GetControllerOf(p) != nil && p.Labels[mutate.LabelKueuePodSet] == ""}, true
 }
 
@@ -76,18 +78,20 @@ type waitingOn struct {
 func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
 	on := map[string]*waitingOn{}
 	for _, w := range waiting {
-		c := on[w.Pool]
-		if c == nil {
-			c = &waitingOn{}
-			on[w.Pool] = c
-		}
-		switch {
-		case w.Scheduler != SchedulerName:
-			c.otherwhere++
-		case w.Replaceable:
-			c.ours++
-		default:
-			c.oursBare++
+		for _, p := range w.Pools {
+			c := on[p]
+			if c == nil {
+				c = &waitingOn{}
+				on[p] = c
+			}
+			switch {
+			case w.Scheduler != SchedulerName:
+				c.otherwhere++
+			case w.Replaceable:
+				c.ours++
+			default:
+				c.oursBare++
+			}
 		}
 	}
 	next := Owners{Others: cur.Normalized().Others, Pools: maps.Clone(cur.Pools)}
@@ -102,8 +106,8 @@ func Next(cur Owners, live bool, waiting []Waiting) (Owners, []Waiting) {
 	next = next.Normalized()
 	var del []Waiting
 	for _, w := range waiting {
-		if w.Scheduler == SchedulerName && w.Replaceable && next.Of(w.Pool) != Owned {
-			del = append(del, w)
+		if w.Scheduler == SchedulerName && w.Replaceable && slices.ContainsFunc(w.Pools, func(p string) bool { return next.Of(p) != Owned }) {
+			del = append(del, w) // it may be placed on any of its pools
 		}
 	}
 	return next, del

@@ -7,7 +7,7 @@ import (
 )
 
 func waiting(pool, scheduler string, replaceable bool, name string) Waiting {
-	return Waiting{Namespace: "team-a", Name: name, Pool: pool, Scheduler: scheduler, Replaceable: replaceable}
+	return Waiting{Namespace: "team-a", Name: name, Pools: []string{pool}, Scheduler: scheduler, Replaceable: replaceable}
 }
 
 // TestNextHandsAPoolOverOnlyOnceTheOldOwnerHasNoPodWaiting: the owner
@@ -76,6 +76,22 @@ func TestNextHandsAPoolOverOnlyOnceTheOldOwnerHasNoPodWaiting(t *testing.T) {
 			cur:     Owners{Others: Owned, Pools: map[string]State{"a100": Stock}},
 			waiting: []Waiting{waiting("a100", stock, true, "s1")},
 			want:    want{owners: "others=default-scheduler"},
+		},
+		"the scheduler goes with a pod of DRA alternatives waiting on two pools: both are released, the pod deleted": {
+			cur:     Owners{Others: Owned},
+			waiting: []Waiting{{Name: "alt", Pools: []string{"a100", "h100"}, Scheduler: SchedulerName, Replaceable: true}},
+			want:    want{owners: "a100=releasing, h100=releasing, others=default-scheduler", deleted: []string{"alt"}},
+		},
+		"the scheduler comes: a stock pod of DRA alternatives keeps both its pools stock": {
+			live:    true,
+			waiting: []Waiting{{Name: "alt", Pools: []string{"a100", "h100"}, Scheduler: stock, Replaceable: true}},
+			want:    want{owners: "a100=default-scheduler, h100=default-scheduler, others=gpuadmit-scheduler"},
+		},
+		"a pod of DRA alternatives on an owned pool and a stock one: deleted, it could be placed beside the stock scheduler": {
+			cur:     Owners{Others: Owned, Pools: map[string]State{"t4": Stock}},
+			live:    true,
+			waiting: []Waiting{{Name: "alt", Pools: []string{"a100", "t4"}, Scheduler: SchedulerName, Replaceable: true}, waiting("t4", stock, true, "s1")},
+			want:    want{owners: "t4=default-scheduler, others=gpuadmit-scheduler", deleted: []string{"alt"}},
 		},
 		"owned pools with pods waiting for a live scheduler are left alone": {
 			cur:     Owners{Others: Owned},

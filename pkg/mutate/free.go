@@ -99,3 +99,7 @@ const poolMark = poolowner.PoolMark
 
 // PoolOf is the pool gpuadmit's record on pod names, or "" when it has none.
 func PoolOf(pod *corev1.Pod) string { return poolowner.PoolOf(pod) }
+
+// PoolsOf is every pool gpuadmit's record lets pod wait on: PoolOf's, or
+// the pools of its DRA alternatives; none when it has no record.
+func PoolsOf(pod *corev1.Pod) []string { return poolowner.PoolsOf(pod) }

@@ -219,6 +219,10 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 		return Result{}, err
 	}
 	d, gated := m.gateSchedulers(pod, d, req.Template)
+	if alt := chooseAlternatives(pod, want, d, inv, req.Quota); alt != nil {
+		alt.left = append(gated, alt.left...)
+		return m.placeAlternatives(ctx, req, want, d, alt)
+	}
 	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req))
 	if ch == nil {
 		reasons = append(gated, reasons...)
@@ -235,6 +239,25 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 	if err != nil || !res.Allowed {
 		return res, err
 	}
+	return m.finish(ctx, req, res, want, d, ch.assigns[0].cand.SchedulerName, "pool "+ch.pool.Name, func() { m.noteAdmitted(req, res.Pod, ch) })
+}
+
+// placeAlternatives applies the decision to a pod placed by alternatives:
+// no pool is chosen, so no free capacity is counted against one.
+func (m *Mutator) placeAlternatives(ctx context.Context, req Request, want intent.Pod, d policy.Decision, alt *altChoice) (Result, error) {
+	res, err := applyAlternatives(req.Pod, want, d, alt)
+	if err != nil || !res.Allowed {
+		return res, err
+	}
+	res.PassedOver = alt.left
+	where := "pools " + strings.Join(alt.poolNames(), ", ")
+	return m.finish(ctx, req, res, want, d, alt.owner, where, func() {})
+}
+
+// finish is the end of every placement: what Kueue counted, the
+// PriorityClass, gpuadmit's label, and the scheduler of the pools (where).
+func (m *Mutator) finish(ctx context.Context, req Request, res Result, want intent.Pod, d policy.Decision, owner, where string, admitted func()) (Result, error) {
+	pod := req.Pod
 	// A pod decided again for its record (req.recordedPool) was counted
 	// by Kueue as gpuadmit wrote it.
 	if msg := kueueUncounted(pod, res.Pod); msg != "" && req.recordedPool == "" {
@@ -245,8 +268,8 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 	}
 	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
-	m.noteAdmitted(req, res.Pod, ch)
-	return res, setScheduler(&res, d, ch)
+	admitted()
+	return res, setScheduler(&res, d, owner, where)
 }
 
 // seal seals an allowed result's record under the current key, at the

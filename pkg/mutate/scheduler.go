@@ -48,14 +48,14 @@ func passed(pod *corev1.Pod, d policy.Decision) Result {
 			pod.Spec.SchedulerName, d.Revision)}
 }
 
-// setScheduler gives the admitted pod the scheduler that owns its pool: a
-// pod taken over from a foreign scheduler (d.MigrateFrom) always, losing the
-// annotations only that scheduler reads; a pod that names no scheduler only
-// where the pool's owner is not the default one. A pod that keeps its own
-// scheduler was only offered pools that scheduler may use.
-func setScheduler(res *Result, d policy.Decision, ch *choice) error {
+// setScheduler gives the admitted pod owner, the scheduler that owns its
+// pool (or, for a pod placed by alternatives, all of its pools; where names
+// them): a pod taken over from a foreign scheduler (d.MigrateFrom) always,
+// losing the annotations only that scheduler reads; a pod that names no
+// scheduler only where the owner is not the default one. A pod that keeps
+// its own scheduler was only offered pools that scheduler may use.
+func setScheduler(res *Result, d policy.Decision, owner, where string) error {
 	pod := res.Pod
-	owner := ch.assigns[0].cand.SchedulerName
 	if owner == "" {
 		owner = defaultScheduler
 	}
@@ -80,10 +80,14 @@ func setScheduler(res *Result, d policy.Decision, ch *choice) error {
 	pod.Annotations[AnnotationScheduler] = string(raw)
 	pod.Spec.SchedulerName = owner
 	if d.MigrateFrom == "" {
-		res.Explanation += fmt.Sprintf(" Pool %s is scheduled by %s, which the pod now names in spec.schedulerName.", ch.pool.Name, owner)
+		verb := "is"
+		if strings.HasPrefix(where, "pools ") {
+			verb = "are"
+		}
+		res.Explanation += fmt.Sprintf(" %s %s scheduled by %s, which the pod now names in spec.schedulerName.", capitalized(where), verb, owner)
 		return nil
 	}
-	msg := fmt.Sprintf("spec.schedulerName %q is replaced by %q, which schedules pool %s", asked, owner, ch.pool.Name)
+	msg := fmt.Sprintf("spec.schedulerName %q is replaced by %q, which schedules %s", asked, owner, where)
 	if len(removed) > 0 {
 		msg += fmt.Sprintf("; the annotations only %s reads, read into the request first, are removed: %s", d.MigrateFrom, strings.Join(removed, ", "))
 	}
@@ -165,4 +169,12 @@ func (m *Mutator) gateSchedulers(pod *corev1.Pod, d policy.Decision, template bo
 		d.Placement = out
 	}
 	return d, reasons
+}
+
+// capitalized is s with its first letter upper-case ("pool a" → "Pool a").
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

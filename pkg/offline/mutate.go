@@ -13,7 +13,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
@@ -28,7 +27,9 @@ type MutateOptions struct {
 	// DaemonSets, ReplicaSets, Jobs and CronJobs are decided, other kinds are
 	// skipped with a note. Required.
 	PodFile string
-	// NodesFile is a YAML stream of Nodes the inventory is built from. Required.
+	// NodesFile is a YAML stream of Nodes the inventory is built from, and
+	// of the ResourceSlices of gpuadmit's DRA driver where it has DRA
+	// nodes (kubectl get nodes,resourceslices -o yaml). Required.
 	NodesFile string
 	// NamespaceFile is the Namespace of objects that name none, and its labels
 	// apply to objects in it; empty means "default", without labels.
@@ -143,19 +144,6 @@ func readInputs(opts MutateOptions) ([]object, *corev1.Namespace, *inventory.Inv
 	}
 	inv, err := readInventory(opts.NodesFile)
 	return objs, ns, inv, err
-}
-
-func readInventory(path string) (*inventory.Inventory, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read nodes: %w", err)
-	}
-	defer f.Close()
-	nodes, err := inventory.ReadNodes(f)
-	if err != nil {
-		return nil, fmt.Errorf("read nodes from %s: %w", path, err)
-	}
-	return inventory.Build(nodes, allocator.Default()), nil
 }
 
 // readObject reads one object of the given kind, refusing fields the kind does not have.

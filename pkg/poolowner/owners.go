@@ -135,9 +135,12 @@ func Parse(data map[string]string) (Owners, error) {
 
 // Marks of gpuadmit's decision record (the annotation gpuadmit.io/decision,
 // which pkg/mutate writes): the pool's name follows PoolMark, the policy
-// revision follows RevisionMark, at the end.
+// revision follows RevisionMark, at the end. A pod placed by DRA
+// alternatives, pinned to no pool, has AltPoolsMark instead of PoolMark,
+// followed by every pool its alternatives may be allocated on, ", " apart.
 const (
 	PoolMark     = "; pool "
+	AltPoolsMark = "; alternatives on pools "
 	RevisionMark = "; revision "
 )
 
@@ -158,4 +161,23 @@ func PoolOf(pod *corev1.Pod) string {
 		return ""
 	}
 	return head[j+len(PoolMark):]
+}
+
+// PoolsOf is every pool gpuadmit's decision record on pod lets it wait on:
+// the pool of PoolOf, or the pools of its DRA alternatives; none when it
+// has no record.
+func PoolsOf(pod *corev1.Pod) []string {
+	if p := PoolOf(pod); p != "" {
+		return []string{p}
+	}
+	text := pod.Annotations[AnnotationDecision]
+	i := strings.LastIndex(text, RevisionMark)
+	if i < 0 {
+		return nil
+	}
+	j := strings.LastIndex(text[:i], AltPoolsMark)
+	if j < 0 {
+		return nil
+	}
+	return strings.Split(text[j+len(AltPoolsMark):i], ", ")
 }

@@ -70,12 +70,13 @@ func (o *ownership) handler() cache.ResourceEventHandler {
 }
 
 // refuse says why gpuadmit-scheduler may not place pod now, or nil: a pod
-// gpuadmit placed on a pool the record does not give gpuadmit-scheduler.
-// Pods gpuadmit did not place (no pool in their decision record) are not
-// its to judge.
+// gpuadmit placed on a pool the record does not give gpuadmit-scheduler,
+// or, placed by DRA alternatives, on pools one of which it does not give
+// it (the pod may be placed on any). Pods gpuadmit did not place (no pool
+// in their decision record) are not its to judge.
 func (o *ownership) refuse(pod *corev1.Pod) *fwk.Status {
-	pool := poolowner.PoolOf(pod)
-	if o == nil || pool == "" {
+	pools := poolowner.PoolsOf(pod)
+	if o == nil || len(pools) == 0 {
 		return nil
 	}
 	if !o.synced() {
@@ -85,8 +86,10 @@ func (o *ownership) refuse(pod *corev1.Pod) *fwk.Status {
 	if rec == nil {
 		rec = &poolowner.Owners{}
 	}
-	if s := rec.Of(pool); s != poolowner.Owned {
-		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pool %s is not %s's now (gpuadmit's record %s says %s): the stock scheduler may place there, so this pod waits to be replaced", pool, poolowner.SchedulerName, poolowner.ConfigMapName, s))
+	for _, pool := range pools {
+		if s := rec.Of(pool); s != poolowner.Owned {
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, fmt.Sprintf("pool %s is not %s's now (gpuadmit's record %s says %s): the stock scheduler may place there, so this pod waits to be replaced", pool, poolowner.SchedulerName, poolowner.ConfigMapName, s))
+		}
 	}
 	return nil
 }

@@ -53,6 +53,17 @@ func TestPreFilterRefusesAPoolTheRecordDoesNotGiveIt(t *testing.T) {
 	if got := code(on("")); got == fwk.UnschedulableAndUnresolvable || got == fwk.Unschedulable {
 		t.Errorf("a pod gpuadmit did not place: PreFilter %v, want it let through", got)
 	}
+	alternatives := func(pools string) *corev1.Pod {
+		p := on("")
+		p.Annotations = map[string]string{poolowner.AnnotationDecision: "main: 8192 MiB -> the first available of …" + poolowner.AltPoolsMark + pools + poolowner.RevisionMark + "r1"}
+		return p
+	}
+	if got := code(alternatives("a100, h100")); got == fwk.UnschedulableAndUnresolvable || got == fwk.Unschedulable {
+		t.Errorf("a pod of DRA alternatives on pools the record gives gpuadmit-scheduler: PreFilter %v, want it let through", got)
+	}
+	if got := code(alternatives("a100, t4")); got != fwk.UnschedulableAndUnresolvable {
+		t.Errorf("a pod of DRA alternatives, one on pool t4, which the record gives the stock scheduler: PreFilter %v, want UnschedulableAndUnresolvable", got)
+	}
 	cm.Data = map[string]string{"other-pools": "default-scheduler", "pool.t4": "gpuadmit-scheduler"}
 	if _, err := c.CoreV1().ConfigMaps(DefaultRecordNamespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

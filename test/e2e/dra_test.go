@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gpuadmit/gpuadmit/pkg/agent"
 	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
 )
 
@@ -70,7 +71,7 @@ func fakeGPUs(n int, migProfiles ...int) *dgxa100.Server {
 // draNode creates a kwok node labelled draLabel=group and runs the DRA
 // agent for it until the test ends; it returns once the node's slice
 // lists devices devices.
-func draNode(t *testing.T, ctx context.Context, name, group string, gpus *dgxa100.Server, devices int) {
+func draNode(t *testing.T, ctx context.Context, name, group string, gpus agent.NVML, devices int) {
 	t.Helper()
 	node := &corev1.Node{}
 	node.Name = name

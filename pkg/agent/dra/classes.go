@@ -23,7 +23,7 @@ const (
 
 // MIGClass is the DeviceClass of a MIG profile: "mig-1g.10gb.me.gpuadmit.io"
 // for "1g.10gb+me".
-func MIGClass(profile string) string { return "mig-" + kubeProfile(profile) + allocator.DRAClassSuffix }
+func MIGClass(profile string) string { return allocator.DRAMIGClass(profile) }
 
 // IsClass reports whether a DeviceClass name is one of gpuadmit's: only
 // claims through those pass the admission policy that guards who may write

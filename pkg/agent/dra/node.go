@@ -161,7 +161,7 @@ func (n *Node) publishLoop(ctx context.Context, driver *Driver, helper *kubeletp
 		if err := n.publisher.Publish(ctx, gpus); err != nil {
 			log.Error(err, "Writing the Node")
 		}
-		log.V(2).Info("Published", "devices", len(devs), "capacity", agent.Accounting(gpus))
+		log.V(2).Info("Published", "devices", len(devs), "capacity", agent.DRAAccounting(gpus))
 	}
 }
 
