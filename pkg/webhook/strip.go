@@ -9,8 +9,11 @@ import (
 
 // podAnnotations are the only pod annotations any reader of the cache
 // reads: the decision record names the pool of a pod that has no node yet
-// (mutate.PoolOf: free capacity, the usage report, the scheduler handover).
-var podAnnotations = []string{mutate.AnnotationDecision}
+// (mutate.PoolOf: free capacity, the usage report, the scheduler handover),
+// and a pod with DRA alternatives records its claim templates' specs
+// (claim.AnnotationAlternatives: the claim-template reconciler makes them
+// from it).
+var podAnnotations = []string{mutate.AnnotationDecision, claim.AnnotationAlternatives}
 
 // podLabels are the only pod labels any reader of the cache reads or
 // selects by: gpuadmit's mark (the handover lists by it), the share-claim
@@ -32,7 +35,7 @@ var podLabels = []string{mutate.LabelManaged, claim.LabelShare, mutate.LabelKueu
 //   - the scheduler handover (handover.WaitingOf): uid, deletionTimestamp,
 //     spec.schedulerName, the controller owner reference, Kueue's label;
 //   - the claim-template reconciler (pkg/claim): the share label, phase,
-//     spec.resourceClaims;
+//     spec.resourceClaims, the alternatives record;
 //   - the cache's own label selectors: podLabels.
 //
 // TestStripPodKeepsWhatTheReadersRead decodes stripped and whole pods

@@ -131,6 +131,13 @@ func setKind(p *corev1.Pod, i int) {
 		delete(c.Resources.Limits, "nvidia.com/mig-3g.40gb")
 		c.Resources.Claims = []corev1.ResourceClaim{{Name: claim.PodClaimPrefix + "vllm"}}
 		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: claim.PodClaimPrefix + "vllm", ResourceClaimTemplateName: ptr.To(claim.TemplateName(20480))}}
+		if i%8 == 6 { // DRA alternatives: a MIG slice on H100 or a share on A100, the template named in the pod's record
+			alts := []claim.Alternative{{Backend: claim.BackendMIG, Model: "H100-80GB", Profile: "3g.40gb", Count: 1},
+				{Backend: claim.BackendShared, Model: "A100-80GB", MiB: 40448}}
+			name := claim.AlternativesTemplateName(alts)
+			p.Spec.ResourceClaims[0].ResourceClaimTemplateName = ptr.To(name)
+			p.Annotations[claim.AnnotationAlternatives] = claim.EncodeAlternatives(map[string][]claim.Alternative{name: alts})
+		}
 	case 3:
 		p.OwnerReferences = nil // a bare pod
 		// A warm-up init container that takes two slices (the pod's GPU
