@@ -44,7 +44,9 @@ func render(t *testing.T, format string, v report.View) string {
 // admit count for nothing, the quota not named gpuadmit is not read.
 func TestFigures(t *testing.T) {
 	v := testView(t)
-	want := report.Total{GPUs: 92, CapacityMiB: 3142656, AllocatedMiB: 163840 + 33280 + 16384, FreeMiB: 3142656 - 213504,
+	// GPUs: 8 A100-80GB, 16 H100, 8 H200, 4 T4 and the 8 A100-40GB behind
+	// the mig-single node's 56 1g.5gb devices.
+	want := report.Total{GPUs: 44, CapacityMiB: 3142656, AllocatedMiB: 163840 + 33280 + 16384, FreeMiB: 3142656 - 213504,
 		// All free memory but the A100-80GB pool's, where the pending pod fits.
 		StrandedMiB: 3142656 - 213504 - (655360 - 163840), PendingPods: 1, PendingMiB: 163840, AllocatedCostPerHour: 3.6}
 	if diff := cmp.Diff(want, v.Total); diff != "" {

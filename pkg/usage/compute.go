@@ -249,8 +249,13 @@ func (ns *nodeState) allocatedMiB() int64 {
 }
 
 // gpuCount is the node's physical GPUs: GFD's nvidia.com/gpu.count where
-// it says, else its memory over one GPU's.
+// it says, else its memory over one GPU's. Under the single MIG strategy
+// GFD's count (like nvidia.com/gpu) counts MIG devices, not GPUs: see
+// migSingleGPUs.
 func (ns *nodeState) gpuCount() int64 {
+	if ns.pool.pool.Mode == inventory.MIGSingle {
+		return ns.migSingleGPUs()
+	}
 	if n, err := parseCount(ns.node.Labels[inventory.LabelCount]); err == nil && n > 0 {
 		return n
 	}
@@ -258,6 +263,26 @@ func (ns *nodeState) gpuCount() int64 {
 		return (ns.capacityMiB() + m/2) / m
 	}
 	return 0
+}
+
+// migSingleGPUs is the GPUs of a mig-single node: its MIG devices (GFD's
+// nvidia.com/gpu.count, which the single strategy sets to them, else its
+// allocatable nvidia.com/gpu) over the devices of the pool's one profile
+// that fit a GPU (the catalog's or the agent's MaxInstances), rounded up.
+// The single strategy's layouts (mig-parted's all-<profile>) make that
+// many of each GPU; a GPU cut into fewer is not seen, so this is a lower
+// bound there. A profile whose instance limit neither the catalog nor the
+// agent gives counts no GPUs, rather than one per MIG device.
+func (ns *nodeState) migSingleGPUs() int64 {
+	devices, err := parseCount(ns.node.Labels[inventory.LabelCount])
+	if err != nil || devices <= 0 {
+		devices = ns.node.Allocatable[inventory.ResourceGPU]
+	}
+	p := ns.pool.pool
+	if len(p.Profiles) == 0 || p.Profiles[0].MaxInstances <= 0 {
+		return 0
+	}
+	return ceilDiv(devices, int64(p.Profiles[0].MaxInstances))
 }
 
 func quotas(rqs []corev1.ResourceQuota) []Quota {
