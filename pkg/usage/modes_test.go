@@ -40,10 +40,10 @@ func boundPod(name, node string, res map[string]int64) *corev1.Pod {
 // nvidia.com/gpu.count, nor time-slicing replicas.
 func TestGPUsArePhysicalInEveryMode(t *testing.T) {
 	tests := map[string]struct {
-		node      corev1.Node
-		pod       *corev1.Pod
-		pool      string
-		want      usage.Pool
+		node corev1.Node
+		pod  *corev1.Pod
+		pool string
+		want usage.Pool
 	}{
 		// examples/nodes.yaml's a100-single-0: 8 A100s of 7 1g.5gb each.
 		"mig-single: 56 MIG devices are 8 GPUs": {
