@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/report"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
@@ -189,4 +190,26 @@ func FuzzReadObjects(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		_, _ = report.ReadObjects(strings.NewReader(s))
 	})
+}
+
+// The pods gpuadmit did not admit are not its pods, but offline their CPU
+// and memory count (usage.Input.Others), which the leader's cache lacks.
+func TestInputCountsOtherPodsAsOthers(t *testing.T) {
+	in, err := report.Files("../../examples/nodes.yaml", "testdata/pods.yaml", usage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(pods []*corev1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"unmanaged"}, names(in.Others)); diff != "" {
+		t.Errorf("others (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"whole-1", "mig-1", "done-1", "infer-1", "infer-wait"}, names(in.Pods)); diff != "" {
+		t.Errorf("gpuadmit's pods (-want +got):\n%s", diff)
+	}
 }

@@ -18,6 +18,9 @@ func Compute(in Input) Report {
 	for _, p := range in.Pods {
 		s.count(p)
 	}
+	for _, p := range in.Others {
+		s.occupy(p)
+	}
 	r := Report{Quotas: quotas(in.Quotas), GPUs: s.gpuAllocations(), Prices: in.Config.PricePerGPUHour}
 	for _, ps := range s.pools {
 		r.Pools = append(r.Pools, ps.finish(in.Config.Sizes, s.pending[NoPool]))
@@ -144,6 +147,18 @@ func (s *state) poolState(p *inventory.Pool) *poolState {
 		}
 	}
 	return nil
+}
+
+// occupy takes the CPU and memory of a pod that is not gpuadmit's from its
+// node, if it is bound to a GPU node and not finished.
+func (s *state) occupy(p *corev1.Pod) {
+	ns, ok := s.byNode[p.Spec.NodeName]
+	if !ok || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	ns.milliCPU -= req.Cpu().MilliValue()
+	ns.memMiB -= req.Memory().Value() >> 20
 }
 
 // bind counts a pod bound to the node.

@@ -220,3 +220,41 @@ func TestUnknownCPUAndMemoryLimitNothing(t *testing.T) {
 		t.Errorf("stranded = %d MiB, want 6144: the 10 GiB pod fits the empty GPU", got)
 	}
 }
+
+// A pod that is not gpuadmit's holds no GPU but takes its node's CPU: with
+// it counted (Input.Others), the 10 GiB pod no longer fits the empty GPU
+// and both holes are stranded; without it (the leader's view), only the
+// 6 GiB hole is.
+func TestOthersTakeCPUAndMemory(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "8")}
+	pods := []*corev1.Pod{pod("a", "p1", "n1", 9216, 0, "1"), pod("b", "w10", "", 10240, 0, "4")}
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "nginx"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}}}
+	done := web.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	elsewhere := web.DeepCopy()
+	elsewhere.Spec.NodeName = "cpu-node"
+	tests := map[string]struct {
+		others []*corev1.Pod
+		want   int64
+	}{
+		"the leader's view: no other pods":           {want: 6144},
+		"4 CPUs of 8 held by another pod":            {others: []*corev1.Pod{web}, want: 6144 + t4MiB},
+		"a finished pod holds nothing":               {others: []*corev1.Pod{done}, want: 6144},
+		"a pod on a node of no pool changes nothing": {others: []*corev1.Pod{elsewhere}, want: 6144},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: pods,
+				Others: tt.others, GPUs: t4s(9216, 0)})
+			got := poolOf(t, r, pool)
+			if got.StrandedMiB != tt.want {
+				t.Errorf("stranded = %d MiB, want %d", got.StrandedMiB, tt.want)
+			}
+			if want := map[usage.Holder]int64{{Namespace: "a", Form: usage.FormShare}: 9216}; !cmp.Equal(want, got.Allocated) {
+				t.Errorf("allocated %v, want only gpuadmit's pod's %v", got.Allocated, want)
+			}
+		})
+	}
+}
