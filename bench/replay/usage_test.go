@@ -1,0 +1,67 @@
+package replay
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/bench/packing"
+	"github.com/gpuadmit/gpuadmit/pkg/usage"
+)
+
+// TestUsageTraceOfAKnownPlacement: one node of two GPUs (1000 MiB each)
+// and 12 CPUs. A 460 MiB share (4 CPUs) on GPU 0, a CPU-only pod (3
+// CPUs), a 600 MiB share (2 CPUs) on GPU 1, then a pod of two whole GPUs
+// that stays pending. After the third pod, 1060 of 2000 MiB arrived, past
+// 25% and 50%: 540 and 400 MiB are free. As the leader sees it (6 CPUs
+// free, the CPU-only pod unseen) the 460 MiB size fits the 540 hole, so
+// only the 400 MiB hole is stranded; with the CPU-only pod's 3 CPUs
+// taken, no size fits and both are. Fragmentation weighs the two share
+// kinds by half: the 460 kind leaves the 400 hole (400), the 600 kind
+// fits nowhere (940): 670. The pending pod brings the 100% point, and
+// changes none of that, since nothing fits it.
+func TestUsageTraceOfAKnownPlacement(t *testing.T) {
+	node := packing.Node{Name: "n0", MilliCPU: 12000, MemoryMiB: 65536, GPUs: 2, Model: "T4"}
+	big := packing.Pod{Name: "big", MilliCPU: 2000, MemoryMiB: 1024, GPUs: 1, GPUMilli: 600}
+	cpu3 := packing.Pod{Name: "cpu3", MilliCPU: 3000, MemoryMiB: 512}
+	w := Workload{Nodes: []packing.Node{node}, Pods: []packing.Pod{share, cpu3, big, two}}
+	objs, claims := apiObjects(w.Pods, map[string]Placement{
+		"share": {Node: "n0", GPUs: []int{0}}, "cpu3": {Node: "n0"}, "big": {Node: "n0", GPUs: []int{1}},
+	})
+	c := Cluster{Nodes: []corev1.Node{*Node(node)}, Pods: objs, Claims: claims}
+	c.Slices = append(c.Slices, *Slice(node))
+	cfg := usage.Config{Sizes: TypicalSizes([]packing.Pod{share, cpu3, big, two, share})}
+	got, err := UsageTrace(w, c, cfg, []float64{0.25, 0.5, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := UsagePoint{Pods: 3, CapacityMiB: 2000, AllocatedMiB: 1060, FreeMiB: 940,
+		StrandedMiB: 400, StrandedAllPodsMiB: 940, FragmentationMiB: 670}
+	at := func(arrived float64, u UsagePoint) UsagePoint { u.Arrived = arrived; return u }
+	all := at(1, placed)
+	all.Pods, all.PendingPods, all.PendingMiB = 4, 1, 2000
+	want := []UsagePoint{at(0.25, placed), at(0.5, placed), all}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trace (-want +got):\n%s", diff)
+	}
+}
+
+func TestTypicalSizesAreTheListsDistinctGPURequests(t *testing.T) {
+	got := TypicalSizes([]packing.Pod{two, share, cpu, share})
+	want := []usage.Size{
+		{GPUMemoryMiB: 460, GPUs: 1, MilliCPU: 4000, MemoryMiB: 1024},
+		{GPUMemoryMiB: 1000, GPUs: 2, MilliCPU: 8000, MemoryMiB: 2048},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("sizes (-want +got):\n%s", diff)
+	}
+}
+
+func TestUsageTraceRefusesAPodNotOfTheWorkload(t *testing.T) {
+	w := Workload{Nodes: []packing.Node{t4x2}, Pods: []packing.Pod{share}}
+	objs, _ := apiObjects([]packing.Pod{share, share}, nil)
+	if _, err := UsageTrace(w, Cluster{Pods: objs}, usage.Config{}, UsageArrived()); err == nil {
+		t.Error("a pod past the workload's end was read")
+	}
+}
