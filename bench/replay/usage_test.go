@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/bench/packing"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
@@ -63,5 +64,29 @@ func TestUsageTraceRefusesAPodNotOfTheWorkload(t *testing.T) {
 	objs, _ := apiObjects([]packing.Pod{share, share}, nil)
 	if _, err := UsageTrace(w, Cluster{Pods: objs}, usage.Config{}, UsageArrived()); err == nil {
 		t.Error("a pod past the workload's end was read")
+	}
+}
+
+// A trace pod that names GPU models (gpu_spec) may go only to nodes of
+// those models, as the simulator's fit has it; a GPU pod carries gpuadmit's
+// label, a pod without GPU neither.
+func TestPodCarriesItsModelsAndGpuadmitsLabel(t *testing.T) {
+	pinned := share
+	pinned.Spec = "V100M16|V100M32"
+	p := Pod("x", "s", pinned)
+	terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	want := []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: modelLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"V100M16", "V100M32"}}}}}
+	if diff := cmp.Diff(want, terms); diff != "" {
+		t.Errorf("node affinity (-want +got):\n%s", diff)
+	}
+	if p.Labels[mutate.LabelManaged] != "true" {
+		t.Errorf("labels %v, want %s=true", p.Labels, mutate.LabelManaged)
+	}
+	if free := Pod("y", "s", share); free.Spec.Affinity != nil {
+		t.Errorf("a pod without gpu_spec has affinity %v", free.Spec.Affinity)
+	}
+	if c := Pod("z", "s", cpu); c.Labels[mutate.LabelManaged] != "" {
+		t.Errorf("a pod without GPU is labelled %v", c.Labels)
 	}
 }
