@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
 // run creates the pods one by one in trace order, waits until every pod is
@@ -117,11 +115,12 @@ func (r *replay) usageTrace(ctx context.Context, pods []corev1.Pod, claims []res
 	}
 	start := time.Now()
 	c := Cluster{Nodes: nodes.Items, Slices: slices.Items, Pods: pods, Claims: claims}
-	u, err := UsageTrace(r.w, c, usage.Config{Sizes: TypicalSizes(r.w.Listed)}, UsageArrived())
+	u, err := UsageTrace(r.w, c, UsageOptions{Sizes: TypicalSizes(r.w.Listed), PolicySizes: PolicySizes()})
 	if err == nil && len(u) > 0 {
 		last := u[len(u)-1]
-		progress(r.o, "%s: usage trace of %d points in %.0fs; at 100%% arrived stranded %.2f%% of capacity (%.2f%% counting the pods without GPU), fragmentation %.2f%%",
-			r.s.config, len(u), time.Since(start).Seconds(), last.StrandedPct(), pct(last.StrandedAllPodsMiB, last.CapacityMiB), last.FragmentationPct())
+		progress(r.o, "%s: usage trace of %d points in %.0fs; at 100%% arrived stranded %.2f%% of capacity (%.2f%% counting the pods without GPU, %.2f%% with the policy's sizes), fragmentation %.2f%%",
+			r.s.config, len(u), time.Since(start).Seconds(), last.StrandedPct(), pct(last.StrandedAllPodsMiB, last.CapacityMiB),
+			pct(last.StrandedPolicySizesMiB, last.CapacityMiB), last.FragmentationPct())
 	}
 	return u, err
 }

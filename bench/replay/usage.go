@@ -33,6 +33,34 @@ type UsagePoint struct {
 	// leader does not cache those pods, so StrandedMiB, its figure, is a
 	// lower bound, and this is how far below it is.
 	StrandedAllPodsMiB int64 `json:"strandedAllPodsMiB"`
+	// StrandedPolicySizesMiB is stranded as the leader counts it, with
+	// UsageOptions.PolicySizes for typical sizes instead: how much the
+	// figure owes to the sizes an operator lists.
+	StrandedPolicySizesMiB int64 `json:"strandedPolicySizesMiB"`
+}
+
+// UsageOptions say what UsageTrace counts stranded memory against.
+type UsageOptions struct {
+	// Sizes are the typical sizes of the trace's figures; the replay
+	// takes TypicalSizes of the pod list.
+	Sizes []usage.Size
+	// PolicySizes are the typical sizes of StrandedPolicySizesMiB; the
+	// replay takes PolicySizes.
+	PolicySizes []usage.Size
+	// At are the arrival points; nil means UsageArrived.
+	At []float64
+}
+
+// PolicySizes are the typical sizes of the default policy data (8, 20 and
+// 40 GiB of GPU memory with 2, 4 and 8 CPUs and 16, 32 and 64 GiB of
+// memory) with the GPU memory as the share of an 80 GiB GPU, in the
+// replay's 1000 MiB GPUs: 100, 250 and 500 MiB.
+func PolicySizes() []usage.Size {
+	return []usage.Size{
+		{GPUMemoryMiB: 100, GPUs: 1, MilliCPU: 2000, MemoryMiB: 16 << 10},
+		{GPUMemoryMiB: 250, GPUs: 1, MilliCPU: 4000, MemoryMiB: 32 << 10},
+		{GPUMemoryMiB: 500, GPUs: 1, MilliCPU: 8000, MemoryMiB: 64 << 10},
+	}
 }
 
 // StrandedPct is stranded memory as a percentage of capacity.
@@ -78,8 +106,12 @@ type Cluster struct {
 // claims, and the nodes and slices as they are. The scheduler takes the
 // pods in the order they were created, and resources only shrink, so that
 // is the cluster as it stood when that pod had arrived and been scheduled;
-// at 100% it is c itself. The typical sizes are those of cfg.
-func UsageTrace(w Workload, c Cluster, cfg usage.Config, at []float64) ([]UsagePoint, error) {
+// at 100% it is c itself.
+func UsageTrace(w Workload, c Cluster, o UsageOptions) ([]UsagePoint, error) {
+	at := o.At
+	if at == nil {
+		at = UsageArrived()
+	}
 	byIndex := make([]*corev1.Pod, len(w.Pods))
 	for i := range c.Pods {
 		k := podIndex(c.Pods[i].Name)
@@ -106,22 +138,24 @@ func UsageTrace(w Workload, c Cluster, cfg usage.Config, at []float64) ([]UsageP
 		}
 		arrived += p.GPUMilliTotal()
 		for len(out) < len(at) && float64(arrived) >= at[len(out)]*float64(capacity) {
-			out = append(out, usagePoint(at[len(out)], c.Nodes, objs, cfg))
+			out = append(out, usagePoint(at[len(out)], c.Nodes, objs, o))
 		}
 	}
 	return out, nil
 }
 
-// usagePoint computes the figures of the nodes and objs twice: as the
-// leader sees them (gpuadmit's pods only) and with the other pods' CPU
-// and memory.
-func usagePoint(arrived float64, nodes []corev1.Node, objs report.Objects, cfg usage.Config) UsagePoint {
-	in := report.Input(nodes, objs, cfg)
+// usagePoint computes the figures of the nodes and objs as the leader sees
+// them (gpuadmit's pods only), then stranded with the other pods' CPU and
+// memory, then stranded with the policy's sizes.
+func usagePoint(arrived float64, nodes []corev1.Node, objs report.Objects, o UsageOptions) UsagePoint {
+	in := report.Input(nodes, objs, usage.Config{Sizes: o.Sizes})
 	all := usage.Compute(in)
 	in.Others = nil
 	u := sumPools(usage.Compute(in))
 	u.Arrived, u.Pods = arrived, len(objs.Pods)
 	u.StrandedAllPodsMiB = sumPools(all).StrandedMiB
+	in.Config.Sizes = o.PolicySizes
+	u.StrandedPolicySizesMiB = sumPools(usage.Compute(in)).StrandedMiB
 	return u
 }
 

@@ -1,6 +1,10 @@
 package replay
 
 import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,7 +24,8 @@ import (
 // only the 400 MiB hole is stranded; with the CPU-only pod's 3 CPUs
 // taken, no size fits and both are. Fragmentation weighs the two share
 // kinds by half: the 460 kind leaves the 400 hole (400), the 600 kind
-// fits nowhere (940): 670. The pending pod brings the 100% point, and
+// fits nowhere (940): 670. A 300 MiB size of 2 CPUs would use both holes:
+// nothing stranded against it. The pending pod brings the 100% point, and
 // changes none of that, since nothing fits it.
 func TestUsageTraceOfAKnownPlacement(t *testing.T) {
 	node := packing.Node{Name: "n0", MilliCPU: 12000, MemoryMiB: 65536, GPUs: 2, Model: "T4"}
@@ -32,13 +37,14 @@ func TestUsageTraceOfAKnownPlacement(t *testing.T) {
 	})
 	c := Cluster{Nodes: []corev1.Node{*Node(node)}, Pods: objs, Claims: claims}
 	c.Slices = append(c.Slices, *Slice(node))
-	cfg := usage.Config{Sizes: TypicalSizes([]packing.Pod{share, cpu3, big, two, share})}
-	got, err := UsageTrace(w, c, cfg, []float64{0.25, 0.5, 1})
+	o := UsageOptions{Sizes: TypicalSizes([]packing.Pod{share, cpu3, big, two, share}), At: []float64{0.25, 0.5, 1},
+		PolicySizes: []usage.Size{{GPUMemoryMiB: 300, GPUs: 1, MilliCPU: 2000}}} // fits both holes
+	got, err := UsageTrace(w, c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	placed := UsagePoint{Pods: 3, CapacityMiB: 2000, AllocatedMiB: 1060, FreeMiB: 940,
-		StrandedMiB: 400, StrandedAllPodsMiB: 940, FragmentationMiB: 670}
+		StrandedMiB: 400, StrandedAllPodsMiB: 940, StrandedPolicySizesMiB: 0, FragmentationMiB: 670}
 	at := func(arrived float64, u UsagePoint) UsagePoint { u.Arrived = arrived; return u }
 	all := at(1, placed)
 	all.Pods, all.PendingPods, all.PendingMiB = 4, 1, 2000
@@ -62,7 +68,7 @@ func TestTypicalSizesAreTheListsDistinctGPURequests(t *testing.T) {
 func TestUsageTraceRefusesAPodNotOfTheWorkload(t *testing.T) {
 	w := Workload{Nodes: []packing.Node{t4x2}, Pods: []packing.Pod{share}}
 	objs, _ := apiObjects([]packing.Pod{share, share}, nil)
-	if _, err := UsageTrace(w, Cluster{Pods: objs}, usage.Config{}, UsageArrived()); err == nil {
+	if _, err := UsageTrace(w, Cluster{Pods: objs}, UsageOptions{}); err == nil {
 		t.Error("a pod past the workload's end was read")
 	}
 }
@@ -88,5 +94,28 @@ func TestPodCarriesItsModelsAndGpuadmitsLabel(t *testing.T) {
 	}
 	if c := Pod("z", "s", cpu); c.Labels[mutate.LabelManaged] != "" {
 		t.Errorf("a pod without GPU is labelled %v", c.Labels)
+	}
+}
+
+// usage.csv holds a row per configuration and point, every figure in it.
+func TestUsageCSVHoldsEveryPoint(t *testing.T) {
+	u := UsagePoint{Arrived: 0.5, Pods: 3, CapacityMiB: 2000, AllocatedMiB: 1060, FreeMiB: 940, StrandedMiB: 400,
+		StrandedAllPodsMiB: 940, StrandedPolicySizesMiB: 100, FragmentationMiB: 670.25, PendingPods: 1, PendingMiB: 2000}
+	r := &Report{Replayed: []Replayed{{Config: "default", Usage: []UsagePoint{u}}, {Config: GPUAdmit}}}
+	path := filepath.Join(t.TempDir(), "usage.csv")
+	if err := r.writeUsageCSV(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{usageHeader, {"default", "0.50", "3", "2000", "1060", "940", "400", "940", "100", "670.2", "1", "2000"}}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("usage.csv (-want +got):\n%s", diff)
 	}
 }

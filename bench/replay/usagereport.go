@@ -19,18 +19,19 @@ func (r *Report) usageMarkdown(w io.Writer) {
 	if !r.hasUsage() {
 		return
 	}
-	fmt.Fprintln(w, "\ngpuadmit's usage figures (pkg/usage, what the webhook's leader exports) over the arrival, in % of GPU capacity;")
-	fmt.Fprintln(w, "stranded as the leader counts it (gpuadmit's pods only), and counting the CPU and memory of the pods without GPU too:")
+	fmt.Fprintln(w, "\ngpuadmit's usage figures (pkg/usage, what the webhook's leader exports) over the arrival, in % of GPU capacity:")
+	fmt.Fprintln(w, "stranded as the leader counts it (gpuadmit's pods only, the pod list's GPU requests as typical sizes), counting the CPU")
+	fmt.Fprintln(w, "and memory of the pods without GPU too, and with the default policy's sizes (100, 250, 500 MiB of a 1000 MiB GPU) instead:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| run | arrived | stranded % | stranded, all pods % | fragmentation % | free % | allocated % | pending GPU pods |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| run | arrived | stranded % | stranded, all pods % | stranded, policy sizes % | fragmentation % | free % | allocated % | pending GPU pods |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, x := range r.Replayed {
 		if len(x.Usage) == 0 {
 			continue
 		}
 		m := meanUsage(x.Usage)
-		fmt.Fprintf(w, "| %s | mean of %d points, %.0f–%.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f |\n", x.Config, len(x.Usage),
-			100*x.Usage[0].Arrived, 100*x.Usage[len(x.Usage)-1].Arrived, m[0], m[1], m[2], m[3], m[4], m[5])
+		fmt.Fprintf(w, "| %s | mean of %d points, %.0f–%.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f |\n", x.Config, len(x.Usage),
+			100*x.Usage[0].Arrived, 100*x.Usage[len(x.Usage)-1].Arrived, m[0], m[1], m[2], m[3], m[4], m[5], m[6])
 	}
 	for _, at := range usageRows {
 		for _, x := range r.Replayed {
@@ -38,8 +39,9 @@ func (r *Report) usageMarkdown(w io.Writer) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %d |\n", x.Config, 100*at, u.StrandedPct(),
-				pct(u.StrandedAllPodsMiB, u.CapacityMiB), u.FragmentationPct(), pct(u.FreeMiB, u.CapacityMiB), pct(u.AllocatedMiB, u.CapacityMiB), u.PendingPods)
+			fmt.Fprintf(w, "| %s | %.0f%% | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %d |\n", x.Config, 100*at, u.StrandedPct(),
+				pct(u.StrandedAllPodsMiB, u.CapacityMiB), pct(u.StrandedPolicySizesMiB, u.CapacityMiB), u.FragmentationPct(),
+				pct(u.FreeMiB, u.CapacityMiB), pct(u.AllocatedMiB, u.CapacityMiB), u.PendingPods)
 		}
 	}
 }
@@ -54,16 +56,18 @@ func (r *Report) hasUsage() bool {
 }
 
 // meanUsage is the mean over us of stranded, stranded with all pods,
-// fragmentation, free and allocated (in % of capacity) and pending pods.
-func meanUsage(us []UsagePoint) [6]float64 {
-	var m [6]float64
+// stranded with the policy's sizes, fragmentation, free and allocated (in
+// % of capacity) and pending pods.
+func meanUsage(us []UsagePoint) [7]float64 {
+	var m [7]float64
 	for _, u := range us {
 		m[0] += u.StrandedPct()
 		m[1] += pct(u.StrandedAllPodsMiB, u.CapacityMiB)
-		m[2] += u.FragmentationPct()
-		m[3] += pct(u.FreeMiB, u.CapacityMiB)
-		m[4] += pct(u.AllocatedMiB, u.CapacityMiB)
-		m[5] += float64(u.PendingPods)
+		m[2] += pct(u.StrandedPolicySizesMiB, u.CapacityMiB)
+		m[3] += u.FragmentationPct()
+		m[4] += pct(u.FreeMiB, u.CapacityMiB)
+		m[5] += pct(u.AllocatedMiB, u.CapacityMiB)
+		m[6] += float64(u.PendingPods)
 	}
 	for i := range m {
 		m[i] /= float64(len(us))
@@ -82,7 +86,7 @@ func usageAt(us []UsagePoint, arrived float64) (UsagePoint, bool) {
 
 // usageHeader is usage.csv's header.
 var usageHeader = []string{"config", "arrived", "pods", "capacity_mib", "allocated_mib", "free_mib", "stranded_mib",
-	"stranded_all_pods_mib", "fragmentation_mib", "pending_pods", "pending_mib"}
+	"stranded_all_pods_mib", "stranded_policy_sizes_mib", "fragmentation_mib", "pending_pods", "pending_mib"}
 
 // writeUsageCSV writes every configuration's usage trace, a row per point.
 func (r *Report) writeUsageCSV(path string) error {
@@ -96,7 +100,7 @@ func (r *Report) writeUsageCSV(path string) error {
 	for _, x := range r.Replayed {
 		for _, u := range x.Usage {
 			cw.Write([]string{x.Config, strconv.FormatFloat(u.Arrived, 'f', 2, 64), strconv.Itoa(u.Pods), i(u.CapacityMiB),
-				i(u.AllocatedMiB), i(u.FreeMiB), i(u.StrandedMiB), i(u.StrandedAllPodsMiB),
+				i(u.AllocatedMiB), i(u.FreeMiB), i(u.StrandedMiB), i(u.StrandedAllPodsMiB), i(u.StrandedPolicySizesMiB),
 				strconv.FormatFloat(u.FragmentationMiB, 'f', 1, 64), i(u.PendingPods), i(u.PendingMiB)})
 		}
 	}
