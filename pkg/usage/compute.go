@@ -117,7 +117,7 @@ func (s *state) count(p *corev1.Pod) {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	if p.Spec.NodeName != "" {
 		if ns, ok := s.byNode[p.Spec.NodeName]; ok {
-			ns.bind(p, req)
+			ns.bind(p, req, s.in.ClaimDevices)
 		}
 		return
 	}
@@ -129,7 +129,7 @@ func (s *state) count(p *corev1.Pod) {
 	if pool == nil {
 		name = NoPool
 	}
-	d := demandOf(p, req, pool)
+	d := demandOf(p, req, pool, s.in.ClaimDevices)
 	pp := s.pendingOf(name)
 	w := Waiter{Namespace: p.Namespace, Reason: ReasonOf(p)}
 	got := pp.waiting[w]
@@ -161,8 +161,8 @@ func (s *state) occupy(p *corev1.Pod) {
 	ns.memMiB -= req.Memory().Value() >> 20
 }
 
-// bind counts a pod bound to the node.
-func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList) {
+// bind counts a pod bound to the node; claims are Input.ClaimDevices.
+func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList, claims map[string]int64) {
 	pool := ns.pool.pool
 	mib := podMiB(req, pool)
 	ns.heldMiB += mib
@@ -174,7 +174,7 @@ func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList) {
 	ns.milliCPU -= req.Cpu().MilliValue()
 	ns.memMiB -= req.Memory().Value() >> 20
 	ns.pool.allocated[Holder{Namespace: p.Namespace, Form: formOf(req, pool)}] += mib
-	ns.pool.kinds[demandOf(p, req, pool)]++
+	ns.pool.kinds[demandOf(p, req, pool, claims)]++
 }
 
 // podMiB is the real GPU memory a pod holds: its accounting request, which

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -256,5 +257,32 @@ func TestOthersTakeCPUAndMemory(t *testing.T) {
 				t.Errorf("allocated %v, want only gpuadmit's pod's %v", got.Allocated, want)
 			}
 		})
+	}
+}
+
+// A pod that asks two whole GPUs through one claim (as the replay
+// benchmark's pods, or a claim written by hand) is a demand of two GPUs of
+// half its memory each, not of one device of all of it: the two free T4s
+// are usable by it, so nothing is stranded; and the kind it adds to the
+// fragmentation workload fits the node's two free GPUs.
+func TestClaimOfTwoGPUsIsTwoDevices(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "32")}
+	wait := pod("b", "wait", "", 2*t4MiB, 0, "1")
+	wait.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("two")}}
+	in := usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: []*corev1.Pod{wait},
+		GPUs: t4s(0, 0), ClaimDevices: map[string]int64{"b/two": 2}}
+	if got := poolOf(t, usage.Compute(in), pool).StrandedMiB; got != 0 {
+		t.Errorf("stranded = %d MiB, want 0: the pod fits the two free GPUs", got)
+	}
+	// The same pod bound to two GPUs of a node of four: its kind, the
+	// pool's workload, fits the two free GPUs, so no memory is a fragment
+	// (as one device of 30 GiB it would fit nowhere: all 30 GiB would be).
+	bound := pod("b", "bound", "n1", 2*t4MiB, 0, "1")
+	bound.Spec.ResourceClaims = wait.Spec.ResourceClaims
+	in.Nodes = []corev1.Node{t4Node("n1", 4, "32")}
+	in.Inventory = inventory.Build(in.Nodes, allocator.Default())
+	in.Pods, in.GPUs = []*corev1.Pod{bound}, t4s(t4MiB, t4MiB, 0, 0)
+	if got := poolOf(t, usage.Compute(in), pool).FragmentationMiB; got != 0 {
+		t.Errorf("fragmentation = %v MiB, want 0", got)
 	}
 }

@@ -40,6 +40,11 @@ type Input struct {
 	// DRA nodes: each claim names its device); nil for a node means only
 	// its node-wide resources are known.
 	GPUs map[string][]GPU
+	// ClaimDevices are the devices each ResourceClaim takes, by
+	// "namespace/name" (ClaimDevices of the cluster's claims). A container
+	// that holds GPU only through claims takes their devices; through a
+	// claim not listed here, one.
+	ClaimDevices map[string]int64
 	// Config is the policy set's data.gpuadmit.usage.
 	Config Config
 }
