@@ -172,7 +172,8 @@ func mark(ok bool) string {
 	return "**missed**"
 }
 
-// WriteFiles writes results.json, usage.csv and summary.md into dir.
+// WriteFiles writes results.json, usage.csv, usage.png (when the report
+// has a usage trace) and summary.md into dir.
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -186,6 +187,11 @@ func (r *Report) WriteFiles(dir string) error {
 	}
 	if err := r.writeUsageCSV(filepath.Join(dir, "usage.csv")); err != nil {
 		return err
+	}
+	if r.hasUsage() {
+		if err := r.writeUsagePlot(filepath.Join(dir, "usage.png")); err != nil {
+			return err
+		}
 	}
 	f, err := os.Create(filepath.Join(dir, "summary.md"))
 	if err != nil {

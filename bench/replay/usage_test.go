@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,5 +118,20 @@ func TestUsageCSVHoldsEveryPoint(t *testing.T) {
 	want := [][]string{usageHeader, {"default", "0.50", "3", "2000", "1060", "940", "400", "940", "100", "670.2", "1", "2000"}}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("usage.csv (-want +got):\n%s", diff)
+	}
+}
+
+// The plot has three lines per configuration with a trace, each a figure
+// at every point, in % of capacity against % arrived.
+func TestUsageLines(t *testing.T) {
+	u := UsagePoint{Arrived: 0.5, CapacityMiB: 2000, StrandedMiB: 400, StrandedAllPodsMiB: 940, FragmentationMiB: 670}
+	r := &Report{Replayed: []Replayed{{Config: "default", Usage: []UsagePoint{u}}, {Config: GPUAdmit}}}
+	var got []string
+	for _, s := range r.usageLines() {
+		got = append(got, fmt.Sprintf("%s %v", s.Name, s.XYs))
+	}
+	want := []string{"default: stranded [{50 20}]", "default: stranded, all pods [{50 47}]", "default: fragmentation [{50 33.5}]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
 	}
 }
