@@ -44,6 +44,14 @@
 // capacity, so a cluster running gpuadmit has exactly one GPU resource a
 // stock profile can weigh; here it counts milli-GPU (1000 per GPU).
 //
+// Each GPU node also carries the labels GPU Feature Discovery would set
+// (product: the trace's model; count; memory: 1000), by which gpuadmit's
+// inventory puts it in a DRA pool of its model; each GPU pod carries
+// gpuadmit's label gpuadmit.io/managed, as the webhook sets it; a pod whose
+// trace row names GPU models (gpu_spec) has a required node affinity to
+// nodes of those models. None of this changes where a scheduler may put a
+// pod but the affinity, which the simulator's fit has too.
+//
 // # Measure
 //
 // Pods are the workload bench/packing simulates (the pod list inflated to
@@ -63,6 +71,24 @@
 // packing.Simulate: gpuadmit (its own GPU choice), gpuadmit-firstfit (the
 // GPU the DRA allocator picks: what gpuadmit-scheduler can do), FGD,
 // bestfit and bestfit-firstfit.
+//
+// # Usage trace
+//
+// Once the pods have settled, the replay reads the nodes and slices back
+// and computes gpuadmit's usage figures — stranded, fragmentation,
+// capacity, allocated, free and pending, pkg/usage's Compute on the
+// input pkg/report builds from the objects, as the webhook's leader
+// builds it from its caches — at every 2% of arrival (UsageTrace): at a
+// point, the pods arrived so far, each bound where it was bound or pending
+// as it stayed, with their claims. The scheduler takes pods in creation
+// order and resources only shrink, so that is the cluster as it stood once
+// the pods up to that point were scheduled; the 100% point is the cluster
+// as read back. The typical sizes of the stranded figure are the distinct
+// GPU requests of the trace's pod list (TypicalSizes): free GPU memory that
+// no pod of the list and no pending pod could use is stranded. Each point
+// is computed twice: as the leader sees it (gpuadmit's pods only) and with
+// the CPU and memory of the pods without GPU taken too (Input.Others), to
+// show how far the leader's figure falls below.
 //
 // # Placement time
 //

@@ -13,6 +13,8 @@ import (
 	"github.com/gpuadmit/gpuadmit/bench/packing"
 	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 )
 
 // Namespace holds the replayed pods and their claims.
@@ -28,11 +30,19 @@ const podsPerNode = "10000"
 const modelLabel = "gpuadmit.io/trace-model"
 
 // Node is the trace node n as a Node: its CPU, memory and, as the GPU
-// resource, the accounting capacity of its GPUs (1000 per GPU).
+// resource, the accounting capacity of its GPUs (1000 per GPU); on a GPU
+// node, the labels GPU Feature Discovery would set (product, count and
+// memory of the replay's GPUs), by which gpuadmit's inventory puts the
+// node in a pool of its model.
 func Node(n packing.Node) *corev1.Node {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
 		corev1.LabelHostname: n.Name, modelLabel: n.Model,
 	}}}
+	if n.GPUs > 0 {
+		node.Labels[inventory.LabelProduct] = n.Model
+		node.Labels[inventory.LabelCount] = strconv.Itoa(n.GPUs)
+		node.Labels[inventory.LabelMemory] = strconv.Itoa(gpuMemoryMiB)
+	}
 	node.Status.Allocatable = corev1.ResourceList{
 		corev1.ResourceCPU:          *resource.NewMilliQuantity(n.MilliCPU, resource.DecimalSI),
 		corev1.ResourceMemory:       *resource.NewQuantity(n.MemoryMiB<<20, resource.BinarySI),
@@ -104,7 +114,9 @@ func Claim(name string, p packing.Pod) *resourceapi.ResourceClaim {
 
 // Pod is the pod called name for trace pod p, scheduled by scheduler: its
 // CPU and memory, its claim (named as the pod) and the accounting resource
-// of its GPU.
+// of its GPU; for a GPU pod, gpuadmit's label gpuadmit.io/managed, as the
+// webhook sets it (the usage trace reads gpuadmit's pods by it), and where
+// the trace names GPU models (gpu_spec), a node affinity to them.
 func Pod(name, scheduler string, p packing.Pod) *corev1.Pod {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewMilliQuantity(p.MilliCPU, resource.DecimalSI),
@@ -118,10 +130,24 @@ func Pod(name, scheduler string, p packing.Pod) *corev1.Pod {
 		res[allocator.ResourceMemoryMiB] = acct[allocator.ResourceMemoryMiB]
 		c.Resources.Claims = []corev1.ResourceClaim{{Name: claimRequest}}
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: claimRequest, ResourceClaimName: &name}}
+		pod.Labels = map[string]string{mutate.LabelManaged: "true"}
+		pod.Spec.Affinity = modelAffinity(p.Spec)
 	}
 	c.Resources.Requests = res
 	pod.Spec.Containers = []corev1.Container{c}
 	pod.Spec.SchedulerName = scheduler
 	pod.Spec.TerminationGracePeriodSeconds = new(int64)
 	return pod
+}
+
+// modelAffinity requires a node of one of the models spec names
+// ("V100M16|V100M32", as packing.Pod.Spec holds gpu_spec); nil for none.
+func modelAffinity(spec string) *corev1.Affinity {
+	if spec == "" {
+		return nil
+	}
+	req := corev1.NodeSelectorRequirement{Key: modelLabel, Operator: corev1.NodeSelectorOpIn, Values: strings.Split(spec, "|")}
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}},
+	}}}
 }

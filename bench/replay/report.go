@@ -49,6 +49,9 @@ type Replayed struct {
 	SettleSeconds float64         `json:"settleSeconds"` // from the first create to every pod settled
 	Timings       []Timing        `json:"timings"`
 	Placements    []Placement     `json:"placements"` // by pod, in arrival order
+	// Usage is gpuadmit's usage figures (stranded, fragmentation,
+	// allocated, pending) over the pods' arrival (UsageTrace).
+	Usage []UsagePoint `json:"usage"`
 }
 
 // At is the point at arrived (a zero Point when the run has none there).
@@ -104,6 +107,7 @@ func (r *Report) Markdown(w io.Writer) {
 			x.At(1).UnallocatedPct, x.At(0.9).UnallocatedPct, x.At(0.8).UnallocatedPct, s.Pods-x.Failed, x.Failed)
 	}
 	r.targets(w)
+	r.usageMarkdown(w)
 	for _, x := range r.Replayed {
 		if len(x.Timings) == 0 {
 			continue
@@ -168,7 +172,8 @@ func mark(ok bool) string {
 	return "**missed**"
 }
 
-// WriteFiles writes results.json and summary.md into dir.
+// WriteFiles writes results.json, usage.csv, usage.png (when the report
+// has a usage trace) and summary.md into dir.
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -179,6 +184,14 @@ func (r *Report) WriteFiles(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(b, '\n'), 0o644); err != nil {
 		return err
+	}
+	if err := r.writeUsageCSV(filepath.Join(dir, "usage.csv")); err != nil {
+		return err
+	}
+	if r.hasUsage() {
+		if err := r.writeUsagePlot(filepath.Join(dir, "usage.png")); err != nil {
+			return err
+		}
 	}
 	f, err := os.Create(filepath.Join(dir, "summary.md"))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -42,6 +43,9 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 		return res, err
 	}
 	res.Placements = placed
+	if res.Usage, err = r.usageTrace(ctx, objs, claims.Items); err != nil {
+		return res, fmt.Errorf("usage trace: %w", err)
+	}
 	progress(r.o, "%s: %d bound, %d pending in %.0fs; unallocated at 100%% arrived %.2f%%",
 		r.s.config, res.Bound, res.Pending, res.SettleSeconds, res.At(1).UnallocatedPct)
 	return res, nil
@@ -95,4 +99,28 @@ func outcomes(pods []corev1.Pod) (bound, unschedulable int) {
 		}
 	}
 	return bound, unschedulable
+}
+
+// usageTrace reads the nodes and slices back and computes gpuadmit's usage
+// figures over the arrival of the pods (UsageTrace), with the trace's pod
+// list as the typical sizes.
+func (r *replay) usageTrace(ctx context.Context, pods []corev1.Pod, claims []resourceapi.ResourceClaim) ([]UsagePoint, error) {
+	nodes, err := r.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	slices, err := r.cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	c := Cluster{Nodes: nodes.Items, Slices: slices.Items, Pods: pods, Claims: claims}
+	u, err := UsageTrace(r.w, c, UsageOptions{Sizes: TypicalSizes(r.w.Listed), PolicySizes: PolicySizes()})
+	if err == nil && len(u) > 0 {
+		last := u[len(u)-1]
+		progress(r.o, "%s: usage trace of %d points in %.0fs; at 100%% arrived stranded %.2f%% of capacity (%.2f%% counting the pods without GPU, %.2f%% with the policy's sizes), fragmentation %.2f%%",
+			r.s.config, len(u), time.Since(start).Seconds(), last.StrandedPct(), pct(last.StrandedAllPodsMiB, last.CapacityMiB),
+			pct(last.StrandedPolicySizesMiB, last.CapacityMiB), last.FragmentationPct())
+	}
+	return u, err
 }

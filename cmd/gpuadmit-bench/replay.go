@@ -20,8 +20,10 @@ func replayCmd() *cobra.Command {
 			"trace order up to 100% arrived, and read back where each pod and share went: unallocated GPU % as\n" +
 			"bench packing counts it, next to the simulator's figures for the same pods. Configurations: default\n" +
 			"(stock kube-scheduler), mostallocated (stock, NodeResourcesFit MostAllocated with the GPU resource),\n" +
-			"gpuadmit (gpuadmit-scheduler, deploy/scheduler's profile). Prints markdown; --out also writes\n" +
-			"results.json and summary.md. bench/replay/doc.go says how pods and GPUs are represented.",
+			"gpuadmit (gpuadmit-scheduler, deploy/scheduler's profile). Also gpuadmit's usage figures (stranded,\n" +
+			"fragmentation, allocated, pending: pkg/usage on the replay cluster's objects) at every 2% of arrival.\n" +
+			"Prints markdown; --out also writes results.json, usage.csv and summary.md. bench/replay/doc.go says\n" +
+			"how pods and GPUs are represented.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := verifyTrace(o.Trace, checksums, packing.TraceFiles("", o.Workload)); err != nil {
@@ -42,7 +44,7 @@ func replayCmd() *cobra.Command {
 	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the workload resampling and of the simulator's tie order")
 	f.IntVar(&o.Nodes, "nodes", 0, "replay on a seeded sample of this many of the trace's nodes (0: all 1,213)")
 	f.StringSliceVar(&o.Configs, "configs", replay.Configurations, "scheduler configurations: default, mostallocated, gpuadmit")
-	f.StringVar(&out, "out", "", "directory for results.json and summary.md")
+	f.StringVar(&out, "out", "", "directory for results.json, usage.csv and summary.md")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
 	f.StringVar(&o.Scheduler, "scheduler", "", "gpuadmit-scheduler binary (default: $GPUADMIT_SCHEDULER_BIN, else built from scheduler/)")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")

@@ -46,13 +46,17 @@ type Objects struct {
 
 // Input is the usage input of nodes and objs, as the webhook's leader
 // builds it from its caches: the inventory of the nodes (and of the DRA
-// nodes' ResourceSlices), gpuadmit's pods only (label gpuadmit.io/managed),
-// gpuadmit's ResourceQuotas only, and the GPUs the claims name.
+// nodes' ResourceSlices), gpuadmit's pods (label gpuadmit.io/managed),
+// gpuadmit's ResourceQuotas only, and the GPUs the claims name. Unlike
+// the leader, it counts the CPU and memory of the other pods objs holds
+// (usage.Input.Others), which the leader does not cache.
 func Input(nodes []corev1.Node, objs Objects, cfg usage.Config) usage.Input {
 	in := usage.Input{Inventory: inventory.BuildWithSlices(nodes, objs.Slices, allocator.Default()), Nodes: nodes, Config: cfg}
 	for _, p := range objs.Pods {
 		if p.Labels[mutate.LabelManaged] == "true" {
 			in.Pods = append(in.Pods, p)
+		} else {
+			in.Others = append(in.Others, p)
 		}
 	}
 	for _, q := range objs.Quotas {
@@ -62,6 +66,7 @@ func Input(nodes []corev1.Node, objs Objects, cfg usage.Config) usage.Input {
 	}
 	if len(objs.Slices) > 0 || len(objs.Claims) > 0 {
 		in.GPUs = usage.DRAGPUs(objs.Slices, objs.Claims)
+		in.ClaimDevices = usage.ClaimDevices(objs.Claims)
 	}
 	return in
 }

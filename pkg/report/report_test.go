@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/report"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
@@ -44,7 +45,9 @@ func render(t *testing.T, format string, v report.View) string {
 // admit count for nothing, the quota not named gpuadmit is not read.
 func TestFigures(t *testing.T) {
 	v := testView(t)
-	want := report.Total{GPUs: 92, CapacityMiB: 3142656, AllocatedMiB: 163840 + 33280 + 16384, FreeMiB: 3142656 - 213504,
+	// GPUs: 8 A100-80GB, 16 H100, 8 H200, 4 T4 and the 8 A100-40GB behind
+	// the mig-single node's 56 1g.5gb devices.
+	want := report.Total{GPUs: 44, CapacityMiB: 3142656, AllocatedMiB: 163840 + 33280 + 16384, FreeMiB: 3142656 - 213504,
 		// All free memory but the A100-80GB pool's, where the pending pod fits.
 		StrandedMiB: 3142656 - 213504 - (655360 - 163840), PendingPods: 1, PendingMiB: 163840, AllocatedCostPerHour: 3.6}
 	if diff := cmp.Diff(want, v.Total); diff != "" {
@@ -187,4 +190,26 @@ func FuzzReadObjects(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		_, _ = report.ReadObjects(strings.NewReader(s))
 	})
+}
+
+// The pods gpuadmit did not admit are not its pods, but offline their CPU
+// and memory count (usage.Input.Others), which the leader's cache lacks.
+func TestInputCountsOtherPodsAsOthers(t *testing.T) {
+	in, err := report.Files("../../examples/nodes.yaml", "testdata/pods.yaml", usage.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(pods []*corev1.Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"unmanaged"}, names(in.Others)); diff != "" {
+		t.Errorf("others (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"whole-1", "mig-1", "done-1", "infer-1", "infer-wait"}, names(in.Pods)); diff != "" {
+		t.Errorf("gpuadmit's pods (-want +got):\n%s", diff)
+	}
 }

@@ -18,6 +18,9 @@ func Compute(in Input) Report {
 	for _, p := range in.Pods {
 		s.count(p)
 	}
+	for _, p := range in.Others {
+		s.occupy(p)
+	}
 	r := Report{Quotas: quotas(in.Quotas), GPUs: s.gpuAllocations(), Prices: in.Config.PricePerGPUHour}
 	for _, ps := range s.pools {
 		r.Pools = append(r.Pools, ps.finish(in.Config.Sizes, s.pending[NoPool]))
@@ -114,7 +117,7 @@ func (s *state) count(p *corev1.Pod) {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	if p.Spec.NodeName != "" {
 		if ns, ok := s.byNode[p.Spec.NodeName]; ok {
-			ns.bind(p, req)
+			ns.bind(p, req, s.in.ClaimDevices)
 		}
 		return
 	}
@@ -126,7 +129,7 @@ func (s *state) count(p *corev1.Pod) {
 	if pool == nil {
 		name = NoPool
 	}
-	d := demandOf(p, req, pool)
+	d := demandOf(p, req, pool, s.in.ClaimDevices)
 	pp := s.pendingOf(name)
 	w := Waiter{Namespace: p.Namespace, Reason: ReasonOf(p)}
 	got := pp.waiting[w]
@@ -146,8 +149,20 @@ func (s *state) poolState(p *inventory.Pool) *poolState {
 	return nil
 }
 
-// bind counts a pod bound to the node.
-func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList) {
+// occupy takes the CPU and memory of a pod that is not gpuadmit's from its
+// node, if it is bound to a GPU node and not finished.
+func (s *state) occupy(p *corev1.Pod) {
+	ns, ok := s.byNode[p.Spec.NodeName]
+	if !ok || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
+	ns.milliCPU -= req.Cpu().MilliValue()
+	ns.memMiB -= req.Memory().Value() >> 20
+}
+
+// bind counts a pod bound to the node; claims are Input.ClaimDevices.
+func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList, claims map[string]int64) {
 	pool := ns.pool.pool
 	mib := podMiB(req, pool)
 	ns.heldMiB += mib
@@ -159,7 +174,7 @@ func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList) {
 	ns.milliCPU -= req.Cpu().MilliValue()
 	ns.memMiB -= req.Memory().Value() >> 20
 	ns.pool.allocated[Holder{Namespace: p.Namespace, Form: formOf(req, pool)}] += mib
-	ns.pool.kinds[demandOf(p, req, pool)]++
+	ns.pool.kinds[demandOf(p, req, pool, claims)]++
 }
 
 // podMiB is the real GPU memory a pod holds: its accounting request, which
@@ -249,8 +264,13 @@ func (ns *nodeState) allocatedMiB() int64 {
 }
 
 // gpuCount is the node's physical GPUs: GFD's nvidia.com/gpu.count where
-// it says, else its memory over one GPU's.
+// it says, else its memory over one GPU's. Under the single MIG strategy
+// GFD's count (like nvidia.com/gpu) counts MIG devices, not GPUs: see
+// migSingleGPUs.
 func (ns *nodeState) gpuCount() int64 {
+	if ns.pool.pool.Mode == inventory.MIGSingle {
+		return ns.migSingleGPUs()
+	}
 	if n, err := parseCount(ns.node.Labels[inventory.LabelCount]); err == nil && n > 0 {
 		return n
 	}
@@ -258,6 +278,26 @@ func (ns *nodeState) gpuCount() int64 {
 		return (ns.capacityMiB() + m/2) / m
 	}
 	return 0
+}
+
+// migSingleGPUs is the GPUs of a mig-single node: its MIG devices (GFD's
+// nvidia.com/gpu.count, which the single strategy sets to them, else its
+// allocatable nvidia.com/gpu) over the devices of the pool's one profile
+// that fit a GPU (the catalog's or the agent's MaxInstances), rounded up.
+// The single strategy's layouts (mig-parted's all-<profile>) make that
+// many of each GPU; a GPU cut into fewer is not seen, so this is a lower
+// bound there. A profile whose instance limit neither the catalog nor the
+// agent gives counts no GPUs, rather than one per MIG device.
+func (ns *nodeState) migSingleGPUs() int64 {
+	devices, err := parseCount(ns.node.Labels[inventory.LabelCount])
+	if err != nil || devices <= 0 {
+		devices = ns.node.Allocatable[inventory.ResourceGPU]
+	}
+	p := ns.pool.pool
+	if len(p.Profiles) == 0 || p.Profiles[0].MaxInstances <= 0 {
+		return 0
+	}
+	return ceilDiv(devices, int64(p.Profiles[0].MaxInstances))
 }
 
 func quotas(rqs []corev1.ResourceQuota) []Quota {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -218,5 +219,70 @@ func TestUnknownCPUAndMemoryLimitNothing(t *testing.T) {
 	r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: pods, GPUs: t4s(9216, 0)})
 	if got := poolOf(t, r, pool).StrandedMiB; got != 6144 {
 		t.Errorf("stranded = %d MiB, want 6144: the 10 GiB pod fits the empty GPU", got)
+	}
+}
+
+// A pod that is not gpuadmit's holds no GPU but takes its node's CPU: with
+// it counted (Input.Others), the 10 GiB pod no longer fits the empty GPU
+// and both holes are stranded; without it (the leader's view), only the
+// 6 GiB hole is.
+func TestOthersTakeCPUAndMemory(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "8")}
+	pods := []*corev1.Pod{pod("a", "p1", "n1", 9216, 0, "1"), pod("b", "w10", "", 10240, 0, "4")}
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "nginx"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}}}
+	done := web.DeepCopy()
+	done.Status.Phase = corev1.PodSucceeded
+	elsewhere := web.DeepCopy()
+	elsewhere.Spec.NodeName = "cpu-node"
+	tests := map[string]struct {
+		others []*corev1.Pod
+		want   int64
+	}{
+		"the leader's view: no other pods":           {want: 6144},
+		"4 CPUs of 8 held by another pod":            {others: []*corev1.Pod{web}, want: 6144 + t4MiB},
+		"a finished pod holds nothing":               {others: []*corev1.Pod{done}, want: 6144},
+		"a pod on a node of no pool changes nothing": {others: []*corev1.Pod{elsewhere}, want: 6144},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: pods,
+				Others: tt.others, GPUs: t4s(9216, 0)})
+			got := poolOf(t, r, pool)
+			if got.StrandedMiB != tt.want {
+				t.Errorf("stranded = %d MiB, want %d", got.StrandedMiB, tt.want)
+			}
+			if want := map[usage.Holder]int64{{Namespace: "a", Form: usage.FormShare}: 9216}; !cmp.Equal(want, got.Allocated) {
+				t.Errorf("allocated %v, want only gpuadmit's pod's %v", got.Allocated, want)
+			}
+		})
+	}
+}
+
+// A pod that asks two whole GPUs through one claim (as the replay
+// benchmark's pods, or a claim written by hand) is a demand of two GPUs of
+// half its memory each, not of one device of all of it: the two free T4s
+// are usable by it, so nothing is stranded; and the kind it adds to the
+// fragmentation workload fits the node's two free GPUs.
+func TestClaimOfTwoGPUsIsTwoDevices(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "32")}
+	wait := pod("b", "wait", "", 2*t4MiB, 0, "1")
+	wait.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("two")}}
+	in := usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: []*corev1.Pod{wait},
+		GPUs: t4s(0, 0), ClaimDevices: map[string]int64{"b/two": 2}}
+	if got := poolOf(t, usage.Compute(in), pool).StrandedMiB; got != 0 {
+		t.Errorf("stranded = %d MiB, want 0: the pod fits the two free GPUs", got)
+	}
+	// The same pod bound to two GPUs of a node of four: its kind, the
+	// pool's workload, fits the two free GPUs, so no memory is a fragment
+	// (as one device of 30 GiB it would fit nowhere: all 30 GiB would be).
+	bound := pod("b", "bound", "n1", 2*t4MiB, 0, "1")
+	bound.Spec.ResourceClaims = wait.Spec.ResourceClaims
+	in.Nodes = []corev1.Node{t4Node("n1", 4, "32")}
+	in.Inventory = inventory.Build(in.Nodes, allocator.Default())
+	in.Pods, in.GPUs = []*corev1.Pod{bound}, t4s(t4MiB, t4MiB, 0, 0)
+	if got := poolOf(t, usage.Compute(in), pool).FragmentationMiB; got != 0 {
+		t.Errorf("fragmentation = %v MiB, want 0", got)
 	}
 }

@@ -82,3 +82,41 @@ func memoryMiB(d resourceapi.Device) int64 {
 	}
 	return 0
 }
+
+// ClaimDevices are the devices each ResourceClaim takes, by
+// "namespace/name": the devices its allocation holds once allocated, else
+// what its requests ask (an exact count, or the first alternative's; a
+// request for all of a class's devices, whose number the pool decides, as
+// one). Compute splits a pod's GPU memory over them: a claim of two whole
+// GPUs is two devices of half the memory each, not one of all of it.
+func ClaimDevices(claims []resourceapi.ResourceClaim) map[string]int64 {
+	out := make(map[string]int64, len(claims))
+	for _, c := range claims {
+		var n int64
+		if a := c.Status.Allocation; a != nil {
+			n = int64(len(a.Devices.Results))
+		} else {
+			for _, r := range c.Spec.Devices.Requests {
+				n += requestedDevices(r)
+			}
+		}
+		out[c.Namespace+"/"+c.Name] = max(n, 1)
+	}
+	return out
+}
+
+func requestedDevices(r resourceapi.DeviceRequest) int64 {
+	count := func(mode resourceapi.DeviceAllocationMode, n int64) int64 {
+		if mode == resourceapi.DeviceAllocationModeAll {
+			return 1
+		}
+		return max(n, 1) // ExactCount defaults to one
+	}
+	switch {
+	case r.Exactly != nil:
+		return count(r.Exactly.AllocationMode, r.Exactly.Count)
+	case len(r.FirstAvailable) > 0:
+		return count(r.FirstAvailable[0].AllocationMode, r.FirstAvailable[0].Count)
+	}
+	return 1
+}

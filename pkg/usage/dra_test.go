@@ -68,3 +68,34 @@ func TestDRAGPUs(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// asking is a claim not yet allocated whose requests ask reqs.
+func asking(ns, name string, reqs ...resourceapi.DeviceRequest) resourceapi.ResourceClaim {
+	c := resourceapi.ResourceClaim{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: reqs}}}
+	c.Namespace, c.Name = ns, name
+	return c
+}
+
+func exactly(mode resourceapi.DeviceAllocationMode, n int64) resourceapi.DeviceRequest {
+	return resourceapi.DeviceRequest{Name: "gpu", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: allocator.DRAClassGPU, AllocationMode: mode, Count: n}}
+}
+
+func TestClaimDevices(t *testing.T) {
+	two := allocated(result("n1", "gpu-0", 0), result("n1", "gpu-1", 0))
+	two.Namespace, two.Name = "a", "two-allocated"
+	claims := []resourceapi.ResourceClaim{
+		two,
+		asking("a", "two-asked", exactly(resourceapi.DeviceAllocationModeExactCount, 2)),
+		asking("a", "default-count", exactly("", 0)),
+		asking("a", "all", exactly(resourceapi.DeviceAllocationModeAll, 0)),
+		asking("a", "first-available", resourceapi.DeviceRequest{Name: "gpu", FirstAvailable: []resourceapi.DeviceSubRequest{
+			{Name: "big", DeviceClassName: allocator.DRAClassGPU, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 4},
+			{Name: "small", DeviceClassName: allocator.DRAClassGPU, AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1},
+		}}),
+		asking("a", "two-requests", exactly("", 1), exactly(resourceapi.DeviceAllocationModeExactCount, 3)),
+	}
+	want := map[string]int64{"a/two-allocated": 2, "a/two-asked": 2, "a/default-count": 1, "a/all": 1, "a/first-available": 4, "a/two-requests": 4}
+	if diff := cmp.Diff(want, usage.ClaimDevices(claims)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -28,12 +28,23 @@ type Input struct {
 	// the leader caches, so the CPU and memory other pods hold on a GPU
 	// node is not subtracted from its free CPU and memory (see doc.go).
 	Pods []*corev1.Pod
+	// Others are bound pods that are not gpuadmit's: only their CPU and
+	// memory requests count, taken from their node's free CPU and memory.
+	// The leader does not cache them (150,000 pods would not fit its
+	// memory) and leaves this empty, so there stranded is a lower bound;
+	// gpuadmit report offline and the replay benchmark fill it.
+	Others []*corev1.Pod
 	// Quotas are the gpuadmit ResourceQuotas of the namespaces.
 	Quotas []corev1.ResourceQuota
 	// GPUs are, by node, the GPUs whose allocation is known one by one (the
 	// DRA nodes: each claim names its device); nil for a node means only
 	// its node-wide resources are known.
 	GPUs map[string][]GPU
+	// ClaimDevices are the devices each ResourceClaim takes, by
+	// "namespace/name" (ClaimDevices of the cluster's claims). A container
+	// that holds GPU only through claims takes their devices; through a
+	// claim not listed here, one.
+	ClaimDevices map[string]int64
 	// Config is the policy set's data.gpuadmit.usage.
 	Config Config
 }

@@ -20,11 +20,12 @@ type demand struct {
 // demandOf is what a pod asks: its GPU memory (accounting MiB, or its GPU
 // resources at the pool's sizes) split evenly over the GPU devices its
 // containers take. A container takes its nvidia.com/gpu and MIG and
-// replica counts, and one device for a memory share or a resource claim.
-func demandOf(p *corev1.Pod, req corev1.ResourceList, pool *inventory.Pool) demand {
+// replica counts, one device for a memory share, and for resource claims
+// the devices the claims take (claims: ClaimDevices).
+func demandOf(p *corev1.Pod, req corev1.ResourceList, pool *inventory.Pool, claims map[string]int64) demand {
 	d := demand{milliCPU: req.Cpu().MilliValue(), memMiB: req.Memory().Value() >> 20}
 	for _, c := range p.Spec.Containers {
-		d.gpus += devices(c)
+		d.gpus += devices(p, c, claims)
 	}
 	d.gpus = max(d.gpus, 1)
 	d.mib = ceilDiv(podMiB(req, pool), d.gpus)
@@ -32,9 +33,10 @@ func demandOf(p *corev1.Pod, req corev1.ResourceList, pool *inventory.Pool) dema
 }
 
 // devices is how many GPU devices a container takes, read from its
-// requests: the API server defaults an extended resource's request to its
-// limit (and refuses them unequal), so a pod read from it has both.
-func devices(c corev1.Container) int64 {
+// requests (the API server defaults an extended resource's request to its
+// limit, and refuses them unequal, so a pod read from it has both), else
+// from the claims it names.
+func devices(p *corev1.Pod, c corev1.Container, claims map[string]int64) int64 {
 	var n int64
 	for r, q := range c.Resources.Requests {
 		switch name := string(r); {
@@ -44,10 +46,34 @@ func devices(c corev1.Container) int64 {
 			n++
 		}
 	}
-	if n == 0 && len(c.Resources.Claims) > 0 {
-		n = 1
+	if n > 0 {
+		return n
+	}
+	for _, rc := range c.Resources.Claims {
+		if k, ok := claims[p.Namespace+"/"+claimName(p, rc.Name)]; ok {
+			n += k
+		} else {
+			n++
+		}
 	}
 	return n
+}
+
+// claimName is the ResourceClaim the pod's claim entry name stands for:
+// the one it names, or the one made from its template (the pod's status
+// says which); "" when neither is known yet.
+func claimName(p *corev1.Pod, entry string) string {
+	for _, rc := range p.Spec.ResourceClaims {
+		if rc.Name == entry && rc.ResourceClaimName != nil {
+			return *rc.ResourceClaimName
+		}
+	}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.Name == entry && s.ResourceClaimName != nil {
+			return *s.ResourceClaimName
+		}
+	}
+	return ""
 }
 
 func sizeDemands(sizes []Size) []demand {
