@@ -36,8 +36,10 @@ test:
 	$(MAKE) test-node
 
 # test-node runs the real-node tests alone (root; a minute or so once the
-# binaries are built).
+# binaries are built), the Install tests among them, which run the README's
+# install with kubectl (hack/e2e-binaries.sh) and helm (hack/tools.sh).
 test-node:
+	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null
 	./hack/node-binaries.sh >/dev/null
 	GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 -timeout 15m -v ./test/e2e/node/
