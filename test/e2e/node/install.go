@@ -373,8 +373,10 @@ func (n *Node) waitNamespaceGone(ctx context.Context, name string, timeout time.
 }
 
 // Objects lists every object the API server holds but Events (which
-// outlive what they are about by design) and the kubelets' heartbeat
-// Leases, as "resource.group namespace/name".
+// outlive what they are about by design), the kubelets' heartbeat Leases
+// and ResourceSlices (a node's DRA drivers' devices, which the kubelet
+// removes some time after an earlier test's driver went), as
+// "resource.group namespace/name".
 func (n *Node) Objects(ctx context.Context) (map[string]bool, error) {
 	dyn, err := dynamic.NewForConfig(n.Cluster.Config)
 	if err != nil {
@@ -395,7 +397,7 @@ func (n *Node) Objects(ctx context.Context) (map[string]bool, error) {
 			return nil, err
 		}
 		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" || r.Name == "resourceslices" {
 				continue
 			}
 			list, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, metav1.ListOptions{})
