@@ -109,8 +109,8 @@ type Substitution struct {
 	Used int
 }
 
-// Apply changes cmd by every substitution and counts what each changed.
-func Apply(subs []*Substitution, cmd string) string {
+// Substitute changes cmd by every substitution and counts what each changed.
+func Substitute(subs []*Substitution, cmd string) string {
 	for _, s := range subs {
 		if s.Old.MatchString(cmd) {
 			cmd = s.Old.ReplaceAllString(cmd, s.New)

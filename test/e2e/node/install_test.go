@@ -181,7 +181,7 @@ func (in *install) run(block string) []commandResult {
 	}
 	var results []commandResult
 	for _, c := range cmds {
-		r := in.shell(Apply(in.subs, c))
+		r := in.shell(Substitute(in.subs, c))
 		results = append(results, r)
 		if denied := ExpectsDenial(c); denied && r.Err == nil {
 			in.t.Fatalf("README block %s: %q was not refused, as its comment says it is", block, r.Cmd)
@@ -224,7 +224,7 @@ func (in *install) cleanUp() {
 	}
 	for _, b := range in.uninstall {
 		for _, c := range in.blocks[b] {
-			in.shell(Apply(in.subs, c))
+			in.shell(Substitute(in.subs, c))
 		}
 	}
 }
