@@ -69,6 +69,7 @@ func TestHelmWebhookURL(t *testing.T) {
 			if pod.HostNetwork != hostNet || hostNet && pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
 				t.Errorf("hostNetwork %v, dnsPolicy %q; want hostNetwork %v (with ClusterFirstWithHostNet)", pod.HostNetwork, pod.DNSPolicy, hostNet)
 			}
+			checkNamespacePodSecurity(t, objs, hostNet)
 			if tc.wantHost == "" {
 				checkSecretCA(b, false)(t, objs)
 				return
@@ -132,6 +133,7 @@ func TestDevLoopbackOverlay(t *testing.T) {
 	if pod := d.Spec.Template.Spec; !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
 		t.Errorf("hostNetwork %v, dnsPolicy %q, replicas %v; want the host network, ClusterFirstWithHostNet, one replica", pod.HostNetwork, pod.DNSPolicy, show(d.Spec.Replicas))
 	}
+	checkNamespacePodSecurity(t, objs, true)
 	s := get[*corev1.Secret](t, objs, "Secret", namespace, tlsSecretName)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(m.Webhooks[0].ClientConfig.CABundle)
@@ -142,5 +144,22 @@ func TestDevLoopbackOverlay(t *testing.T) {
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
 		t.Errorf("the serving certificate does not verify for 127.0.0.1: %v", err)
+	}
+}
+
+// checkNamespacePodSecurity checks that gpuadmit's namespace admits its webhook
+// pods: Pod Security's baseline and restricted profiles forbid the host
+// network, so a webhook on it needs the privileged profile (the install on
+// the real node found every webhook pod refused, test/e2e/node's Install
+// tests); without it, restricted.
+func checkNamespacePodSecurity(t *testing.T, objs objects, hostNetwork bool) {
+	t.Helper()
+	ns := get[*corev1.Namespace](t, objs, "Namespace", "", namespace)
+	want := "restricted"
+	if hostNetwork {
+		want = "privileged"
+	}
+	if got := ns.Labels["pod-security.kubernetes.io/enforce"]; got != want {
+		t.Errorf("namespace %s enforces Pod Security %q; want %q (hostNetwork %v)", namespace, got, want, hostNetwork)
 	}
 }

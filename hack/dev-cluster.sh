@@ -11,7 +11,6 @@ up)
     echo "dev cluster already running (pid $(cat "$dir/pid")); make dev-cluster-down stops it"; exit 0
   fi
   bin=$(./hack/e2e-binaries.sh)
-  WITH_KUBECTL=1 ./hack/e2e-binaries.sh >/dev/null
   go build -o bin/dev-cluster ./test/e2e/devcluster
   mkdir -p "$dir"; rm -f "$dir/ready"
   setsid nohup bin/dev-cluster --dir "$dir" --bin "$bin" >"$dir/dev-cluster.log" 2>&1 &

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control plane the end-to-end tests run, once per version, into
 # test/e2e/.bin/<version>/ (git-ignored): kube-apiserver, kube-scheduler and
-# kube-controller-manager from the k8s.io/kubernetes module (test/e2e/tools),
+# kube-controller-manager and kubectl from the k8s.io/kubernetes module (test/e2e/tools),
 # and kwok for fake nodes. etcd comes from Debian's etcd-server package.
 # Later runs find the binaries and take seconds.
 set -euo pipefail
@@ -28,8 +28,12 @@ for c in kube-apiserver kube-scheduler kube-controller-manager; do
     (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c" && mv "$out/$c.tmp" "$out/$c")
   fi
 done
-if [ -n "${WITH_KUBECTL:-}" ] && [ ! -x "$out/kubectl" ]; then
-  echo "e2e: building kubectl $k8s (for the dev cluster)" >&2
+# kubectl at the same version, from the same module: the real-node Install
+# tests run the README's commands with it, and the dev cluster's users use it.
+# Its first build took 15 minutes on a shared two-core machine (490 CPU-seconds,
+# from an empty build cache); later runs find it.
+if [ ! -x "$out/kubectl" ]; then
+  echo "e2e: building kubectl $k8s (first time only, several minutes)" >&2
   (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.tmp" "k8s.io/kubernetes/cmd/kubectl" && mv "$out/kubectl.tmp" "$out/kubectl")
 fi
 if [ ! -x "$out/kwok" ]; then

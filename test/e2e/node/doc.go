@@ -62,6 +62,34 @@
 //     of gpuadmit's controller, the only writer deploy/dra's policies let
 //     name gpuadmit's DeviceClasses.
 //
+// The Install tests (install.go, install_test.go; -run Install) install
+// gpuadmit on the node as README.md tells a newcomer, and uninstall it: the
+// README marks each tested block of commands with an HTML comment
+// (<!-- install-test: NAME -->), and the tests run those commands with
+// bash in a copy of the checkout (what git ls-files lists), with the
+// repository's kubectl v1.37.0 (hack/e2e-binaries.sh), helm (.bin/tools)
+// and the node's ctr first on PATH and the cluster's admin kubeconfig:
+// `make images` and `ctr images import`, `gpuadmit certs`, `kubectl apply
+// -k` (or `helm install`), `kubectl rollout status`, the examples, then
+// the uninstall. They change only what this machine needs, each change a
+// Substitution that must match a README command: `--ip 127.0.0.1` for the
+// certificate, and an overlay of dev-loopback (for Helm, a post-renderer)
+// with machinePatches, because pods here have the host's network only and
+// there is no kube-proxy: both Deployments get KUBERNETES_SERVICE_HOST and
+// _PORT (the API server's loopback address), the controller runs on the
+// host network too (one replica, ports 8090 and 8091). Before installing,
+// a test takes out the gpuadmit the control plane starts with (its
+// in-process webhook and controller, the webhook configuration envtest
+// registered, deploy/base's namespace, accounts, RBAC and admission
+// policies) and puts it back when it ends; the control plane also runs the
+// deployment controller for them. What a user sees is checked against
+// `gpuadmit mutate`'s offline decisions (package offline) for every example
+// pod and examples/deployment.yaml: the pods as created, as `kubectl get -o
+// yaml` prints them and as `kubectl describe` shows them, the denials'
+// messages, a GPUDenied or GPUWarning Event naming each pod in `kubectl
+// events`; after the uninstall no object is left that was not there before,
+// none that was is gone, and the webhook's and controller's ports are free.
+//
 // What a real node needed on these machines (cgroup v1, no
 // CAP_SYS_RESOURCE, no container image registry):
 //   - containerd: configuration version 4, its root and state under a temp

@@ -133,6 +133,9 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 //   - the kubelet reached by the node's Hostname address (its name), as the
 //     kubelet refuses a loopback node IP and serves on 127.0.0.1 only;
 //   - the node-lifecycle controller, which lifts the not-ready taint;
+//   - the deployment controller, which the cluster package does not run
+//     (its tests create pods and ReplicaSets), for the Install tests'
+//     Deployments (gpuadmit's, the README's example);
 //   - the device-taint eviction controller (DRADeviceTaints, GA and on by
 //     default in v1.37, but not among the controllers the cluster package
 //     runs), which evicts the pods of claims whose device carries a
@@ -150,7 +153,7 @@ func (n *Node) startCluster(ctx context.Context, opts Options) error {
 		"endpoint-reconciler-type":        {"none"},
 		"kubelet-preferred-address-types": {"Hostname"},
 	})
-	co.Controllers = append(slices.Clip(co.Controllers), "node-lifecycle-controller", "root-ca-certificate-publisher-controller", "device-taint-eviction-controller")
+	co.Controllers = append(slices.Clip(co.Controllers), "node-lifecycle-controller", "root-ca-certificate-publisher-controller", "device-taint-eviction-controller", "deployment-controller")
 	c, err := cluster.Start(ctx, co)
 	if err != nil {
 		return err
