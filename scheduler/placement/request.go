@@ -99,7 +99,7 @@ func read(pod *corev1.Pod, claims claimGetter, asked bool) (request, error) {
 			if len(ext) > 0 {
 				choices = append(choices, choice{{items: ext}})
 			}
-			r.dra, r.choices, r.choiceKey = true, choices, fmt.Sprint(choices)
+			r.dra, r.items, r.choices, r.choiceKey = true, nil, choices, fmt.Sprint(choices)
 			return r, nil
 		}
 		if items = append(items, ext...); len(items) > 0 {
