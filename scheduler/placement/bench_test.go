@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
@@ -47,29 +49,94 @@ func BenchmarkPlacement1213Nodes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := func(b *testing.B, podOf func(i int) *corev1.Pod) {
-		b.ReportAllocs()
-		var preScore time.Duration
-		for i := 0; b.Loop(); i++ {
-			p := podOf(i)
-			state := framework.NewCycleState()
-			start := time.Now()
-			if st := e.fw.RunPreScorePlugins(e.ctx, state, p, infos); !st.IsSuccess() {
-				b.Fatal(st)
-			}
-			preScore += time.Since(start)
-			if _, st := e.fw.RunScorePlugins(e.ctx, state, p, infos); !st.IsSuccess() {
-				b.Fatal(st)
-			}
-		}
-		b.ReportMetric(float64(preScore.Nanoseconds())/float64(b.N), "prescore-ns/op")
-	}
+	run := func(b *testing.B, podOf func(i int) *corev1.Pod) { benchPlacement(b, e, infos, podOf) }
 	// seen: 8 requests in turn, each scored on every node before.
 	b.Run("seen", func(b *testing.B) { run(b, func(i int) *corev1.Pod { return want[i%len(want)] }) })
 	// new: each pod's CPU request differs from every earlier pod's, so no
 	// node has its score kept; the nodes' views are.
 	b.Run("new", func(b *testing.B) {
 		run(b, func(i int) *corev1.Pod {
+			p := want[i%len(want)].DeepCopy()
+			p.Spec.Containers[0].Resources.Requests["cpu"] = *resource.NewMilliQuantity(int64(1000+i), resource.DecimalSI)
+			return p
+		})
+	})
+}
+
+// benchPlacement places podOf(0), podOf(1), … on infos, one pod per
+// iteration, and reports the plugin's PreScore per pod (prescore-ns/op).
+func benchPlacement(b *testing.B, e *env, infos []fwk.NodeInfo, podOf func(i int) *corev1.Pod) {
+	b.ReportAllocs()
+	var preScore time.Duration
+	for i := 0; b.Loop(); i++ {
+		p := podOf(i)
+		state := framework.NewCycleState()
+		start := time.Now()
+		if st := e.fw.RunPreScorePlugins(e.ctx, state, p, infos); !st.IsSuccess() {
+			b.Fatal(st)
+		}
+		preScore += time.Since(start)
+		if _, st := e.fw.RunScorePlugins(e.ctx, state, p, infos); !st.IsSuccess() {
+			b.Fatal(st)
+		}
+	}
+	b.ReportMetric(float64(preScore.Nanoseconds())/float64(b.N), "prescore-ns/op")
+}
+
+// BenchmarkPlacement1213NodesAlternatives is BenchmarkPlacement1213Nodes
+// for pods whose claims list alternatives, as gpuadmit's webhook writes
+// them where a pod may run on several DRA pools: the 1,213 nodes are of
+// three models (A100 40GB, A100 80GB, H100 80GB, 8 GPUs each, in turn),
+// their claims holding a different mix on each, and the pods take turns
+// among 8 lists of two or three shares, one per model, in different
+// orders and sizes. Each node's score predicts the alternative the
+// allocator takes there (a search over its GPUs) and prices it.
+func BenchmarkPlacement1213NodesAlternatives(b *testing.B) {
+	models := []struct {
+		name string
+		gibs int64
+	}{{"A100-40GB", 40}, {"A100-80GB", 80}, {"H100-80GB", 80}}
+	var c cluster
+	var objs []runtime.Object
+	for i := range 1213 {
+		nn, m := fmt.Sprintf("n%04d", i), models[i%len(models)]
+		objs = append(objs, modelSlice(nn, m.name, 8, m.gibs))
+		var pods []*corev1.Pod
+		for j := range i % 11 {
+			claim := fmt.Sprintf("%s-c%d", nn, j)
+			objs = append(objs, heldClaim(claim, nn, fmt.Sprintf("gpu-%d", (i+j)%8), int64(1+(i*j)%19)))
+			pods = append(pods, claimPod(claim, claim))
+		}
+		c.add(node(nn), pods...)
+	}
+	names := []string{"H100-80GB", "A100-80GB", "A100-40GB"}
+	var want []*corev1.Pod
+	for k, gibs := range []int64{1, 5, 10, 20, 3, 7, 2, 15} {
+		claim := fmt.Sprintf("want-%d", k)
+		order := []string{names[k%3], names[(k+1)%3]}
+		if k%2 == 0 {
+			order = append(order, names[(k+2)%3])
+		}
+		objs = append(objs, shareAlternatives(claim, gibs, order...))
+		want = append(want, claimPod(claim, claim))
+	}
+	e := newEnv(b, wideWorkload(), c, objs...)
+	infos, err := e.snapshot.NodeInfos().List()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The pods are sized: their scores rank the nodes, not tie them.
+	scores, _ := e.scores(b, want[0])
+	ranks := map[int64]bool{}
+	for _, s := range scores {
+		ranks[s] = true
+	}
+	if len(ranks) < 10 {
+		b.Fatalf("the pod's scores take %d values over %d nodes: not sized", len(ranks), len(scores))
+	}
+	b.Run("seen", func(b *testing.B) { benchPlacement(b, e, infos, func(i int) *corev1.Pod { return want[i%len(want)] }) })
+	b.Run("new", func(b *testing.B) {
+		benchPlacement(b, e, infos, func(i int) *corev1.Pod {
 			p := want[i%len(want)].DeepCopy()
 			p.Spec.Containers[0].Resources.Requests["cpu"] = *resource.NewMilliQuantity(int64(1000+i), resource.DecimalSI)
 			return p

@@ -30,6 +30,13 @@
 // pods run short of. The raw score is minus the cost plus the simulator's
 // best-fit tie-break.
 //
+// A pod whose claims list alternatives (firstAvailable subrequests, as
+// gpuadmit's webhook writes them where several DRA pools may serve it) is
+// priced, on each node, as the alternative DynamicResources' allocator
+// will take there, which the plugin predicts, plus a small cost per step
+// down the list (see alternatives.go). gpuadmit-scheduler's profile turns
+// DynamicResources' own score off, so the order among nodes is GPUAdmit's.
+//
 // # The target workload
 //
 // Fragmentation is measured over a target workload: the kinds of request

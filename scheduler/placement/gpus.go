@@ -3,7 +3,10 @@ package placement
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +32,13 @@ type gpuView struct {
 	shape shape
 	left  []int64 // never changed once the view is made
 	kept  *base   // see base
+	// In a DRA view: model is the model attribute of the node's devices
+	// ("" where they are of more than one: the plugin then predicts no
+	// alternative of a model there); mig is the MIG devices no claim
+	// holds, by the DeviceClass of their profile, and migKey spells it.
+	model  string
+	mig    map[string]int64
+	migKey string
 }
 
 // take is how much of a GPU of shape s item it takes (0 when the pool's
@@ -83,30 +93,74 @@ func (s shape) model() string {
 }
 
 // draView is the node's GPUs in gpuadmit's ResourceSlices: one entry per
-// device of type gpu (MIG instances are not shares and are left out), in
-// slice order, with what the claims h holds consumed of its memory. nil
-// when the node has none, or GPUs of different sizes.
+// device of type gpu, in slice order, with what the claims h holds consumed
+// of its memory, and the count of MIG instances no claim holds (they are
+// not shares: only a prediction of alternatives counts them). nil when the
+// node has neither, or GPUs of different sizes.
 func draView(nodeSlices []*resourceapi.ResourceSlice, h held) *gpuView {
-	var v *gpuView
+	v := &gpuView{shape: shape{dra: true}}
+	found, gpus, mixed := false, false, false
 	for _, sl := range current(nodeSlices) {
 		for _, d := range sl.Spec.Devices {
-			if !isGPU(d) {
+			switch typ := attr(d, allocator.DRAAttrType); typ {
+			case allocator.DRATypeGPU:
+				c, ok := d.Capacity[allocator.DRACapacityMemory]
+				if !ok || c.Value.Value() <= 0 {
+					continue
+				}
+				s := deviceShape(d, c)
+				if !gpus {
+					v.shape, gpus = s, true
+				} else if v.shape != s {
+					return nil
+				}
+				v.left = append(v.left, s.capacity-h.consumed(sl.Spec.Pool.Name, d.Name, s))
+			case allocator.DRATypeMIG:
+				if v.mig == nil {
+					v.mig = map[string]int64{}
+				}
+				if !h.whole[deviceKey{pool: sl.Spec.Pool.Name, device: d.Name}] {
+					v.mig[allocator.DRAMIGClass(attr(d, allocator.DRAAttrProfile))]++
+				}
+			default:
 				continue
 			}
-			c, ok := d.Capacity[allocator.DRACapacityMemory]
-			if !ok || c.Value.Value() <= 0 {
-				continue
+			m := attr(d, allocator.DRAAttrModel)
+			if found && m != v.model {
+				mixed = true
 			}
-			s := deviceShape(d, c)
-			if v == nil {
-				v = &gpuView{shape: s}
-			} else if v.shape != s {
-				return nil
-			}
-			v.left = append(v.left, s.capacity-h.consumed(sl.Spec.Pool.Name, d.Name, s))
+			v.model, found = m, true
 		}
 	}
+	if !found {
+		return nil
+	}
+	if mixed {
+		v.model = ""
+	}
+	v.migKey = spellMIG(v.mig)
 	return v
+}
+
+// spellMIG spells MIG counts, sorted by class, for a comparable key.
+func spellMIG(m map[string]int64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%d;", k, m[k])
+	}
+	return b.String()
+}
+
+// attr is a string attribute of a device of gpuadmit's driver, by its bare
+// or its driver-qualified name; "" when it has none.
+func attr(d resourceapi.Device, name string) string {
+	for _, k := range []resourceapi.QualifiedName{resourceapi.QualifiedName(name), resourceapi.QualifiedName(allocator.DRADriver + "/" + name)} {
+		if a, ok := d.Attributes[k]; ok && a.StringValue != nil {
+			return *a.StringValue
+		}
+	}
+	return ""
 }
 
 // current keeps the slices of each pool's newest generation, ordered by
@@ -126,15 +180,6 @@ func current(in []*resourceapi.ResourceSlice) []*resourceapi.ResourceSlice {
 		return cmp.Or(cmp.Compare(a.Spec.Pool.Name, b.Spec.Pool.Name), cmp.Compare(a.Name, b.Name))
 	})
 	return out
-}
-
-func isGPU(d resourceapi.Device) bool {
-	for _, k := range []resourceapi.QualifiedName{allocator.DRAAttrType, allocator.DRADriver + "/" + allocator.DRAAttrType} {
-		if a, ok := d.Attributes[k]; ok && a.StringValue != nil {
-			return *a.StringValue == allocator.DRATypeGPU
-		}
-	}
-	return false
 }
 
 func deviceShape(d resourceapi.Device, c resourceapi.DeviceCapacity) shape {

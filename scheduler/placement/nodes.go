@@ -112,10 +112,11 @@ type reqKey struct {
 	dra                 bool
 	n                   int
 	items               [8]item
+	choices             string // request.choiceKey
 }
 
 func keyOf(r request) (reqKey, bool) {
-	k := reqKey{milliCPU: r.milliCPU, memoryMiB: r.memoryMiB, res: r.shareResource, dra: r.dra, n: len(r.items)}
+	k := reqKey{milliCPU: r.milliCPU, memoryMiB: r.memoryMiB, res: r.shareResource, dra: r.dra, n: len(r.items), choices: r.choiceKey}
 	if len(r.items) > len(k.items) {
 		return k, false
 	}
@@ -314,19 +315,22 @@ func (s *nodeStates) number(key reqKey, cacheable bool) (uint32, bool) {
 
 // stateKey is what a node's score of a request depends on, besides the
 // request and the workload: its view's shape and GPUs left, and the CPU
-// and memory it has left (see base). Nodes of more than 8 GPUs have none.
+// and memory it has left (see base), and, for a prediction of
+// alternatives, its model and free MIG devices. Nodes of more than 8 GPUs
+// have none.
 type stateKey struct {
-	shape    shape
-	cpu, mem int64
-	n        int
-	left     [8]int64
+	shape         shape
+	cpu, mem      int64
+	n             int
+	left          [8]int64
+	model, migKey string
 }
 
 func keyOfState(n fwk.NodeInfo, v *gpuView) (stateKey, bool) {
 	if v == nil || len(v.left) > len(stateKey{}.left) {
 		return stateKey{}, false
 	}
-	k := stateKey{shape: v.shape, n: len(v.left)}
+	k := stateKey{shape: v.shape, n: len(v.left), model: v.model, migKey: v.migKey}
 	k.cpu, k.mem = cpuMemLeft(n)
 	copy(k.left[:], v.left)
 	return k, true

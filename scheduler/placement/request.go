@@ -31,10 +31,19 @@ type request struct {
 	shareResource       corev1.ResourceName
 	dra                 bool
 	items               []item
+	// choices, set instead of items where a DRA request of the pod is a
+	// prioritized list (firstAvailable), are every DRA request of the pod
+	// in the order the allocator takes them (claims in the pod's order,
+	// each claim's requests in order, the extended resources' last), an
+	// exact request as a choice of one alternative. What the pod takes of
+	// a node is then the node's prediction (see predict). choiceKey
+	// spells them, to key kept scores by.
+	choices   []choice
+	choiceKey string
 }
 
 // gpu reports whether the pod asks for GPU in a way the plugin scores.
-func (r request) gpu() bool { return len(r.items) > 0 }
+func (r request) gpu() bool { return len(r.items) > 0 || len(r.choices) > 0 }
 
 // claimGetter is the part of the scheduler's ResourceClaim tracker the
 // plugin reads.
@@ -78,14 +87,22 @@ func read(pod *corev1.Pod, claims claimGetter, asked bool) (request, error) {
 		whole += quantity(c.Resources, allocator.ResourceGPU)
 	}
 	if len(pod.Spec.ResourceClaims) > 0 || whole > 0 {
-		items, err := claimItems(pod, claims, asked)
+		items, choices, err := claimItems(pod, claims, asked)
 		if err != nil {
 			return request{}, err
 		}
+		var ext []item
 		for range whole {
-			items = append(items, item{whole: true})
+			ext = append(ext, item{whole: true})
 		}
-		if len(items) > 0 {
+		if choices != nil {
+			if len(ext) > 0 {
+				choices = append(choices, choice{{items: ext}})
+			}
+			r.dra, r.items, r.choices, r.choiceKey = true, nil, choices, fmt.Sprint(choices)
+			return r, nil
+		}
+		if items = append(items, ext...); len(items) > 0 {
 			r.dra, r.items = true, items
 		}
 	}
@@ -107,30 +124,49 @@ func quantity(rr corev1.ResourceRequirements, res corev1.ResourceName) int64 {
 // allocated claims reserved first for this pod, the claims its own
 // placement allocated (a claim shared with a pod placed before is reserved
 // first for that pod, and counts once). Other classes (MIG instances,
-// other drivers) and requests the plugin cannot size (a prioritized list,
-// all devices) are left out.
-func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) ([]item, error) {
+// other drivers) and requests the plugin cannot size (all devices) are
+// left out. Where an unallocated claim has a prioritized list the plugin
+// can size (see listChoice), and not asked, it returns choices instead of
+// items: every request sized, in order (see request.choices). With asked
+// a prioritized list is left out: which alternative an allocated claim
+// took is not a kind the workload counts.
+func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) ([]item, []choice, error) {
 	var items []item
+	var choices []choice
+	list := false
 	for _, pc := range pod.Spec.ResourceClaims {
 		name := claimName(pod, pc)
 		if name == "" {
-			return nil, fmt.Errorf("pod %s/%s: claim %s not created yet", pod.Namespace, pod.Name, pc.Name)
+			return nil, nil, fmt.Errorf("pod %s/%s: claim %s not created yet", pod.Namespace, pod.Name, pc.Name)
 		}
 		if claims == nil {
-			return nil, fmt.Errorf("pod %s/%s: no DRA claim tracker", pod.Namespace, pod.Name)
+			return nil, nil, fmt.Errorf("pod %s/%s: no DRA claim tracker", pod.Namespace, pod.Name)
 		}
 		claim, err := claims.Get(pod.Namespace, name)
 		if err != nil {
-			return nil, fmt.Errorf("pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, name, err)
+			return nil, nil, fmt.Errorf("pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, name, err)
 		}
 		if claim.Status.Allocation != nil && !(asked && reservedFirstFor(claim, pod)) {
 			continue // placed already, or shared with a pod placed before: takes nothing new
 		}
 		for _, req := range claim.Spec.Devices.Requests {
-			items = append(items, requestItems(req)...)
+			its := requestItems(req)
+			items = append(items, its...)
+			if len(req.FirstAvailable) == 0 {
+				if len(its) > 0 {
+					choices = append(choices, choice{{items: its}})
+				}
+				continue
+			}
+			if c, ok := listChoice(req.FirstAvailable); ok && !asked {
+				choices, list = append(choices, c), true
+			}
 		}
 	}
-	return items, nil
+	if !list {
+		choices = nil
+	}
+	return items, choices, nil
 }
 
 // reservedFirstFor reports whether pod is the first consumer claim is

@@ -27,6 +27,15 @@ const (
 // GPUs, nothing on a node without GPUs the plugin knows of. ok is false
 // when the model has no GPU for an item.
 func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
+	if len(r.choices) > 0 {
+		return c.scoreChoices(n, r, v)
+	}
+	return c.scoreAt(n, r, v, nil)
+}
+
+// scoreAt is score with the GPU of each item given (at, indexes into v's
+// GPUs), or, with at nil, the one the node side picks.
+func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float64, bool) {
 	if v == nil && r.gpu() {
 		return 0, false
 	}
@@ -47,6 +56,9 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 	for i, it := range r.items {
 		need := v.shape.take(it)
 		g, ok := (&gpuView{shape: v.shape, left: left}).choose(need)
+		if at != nil {
+			g, ok = at[i], need > 0 && left[at[i]] >= need
+		}
 		if !ok {
 			return 0, false
 		}

@@ -1,0 +1,236 @@
+package placement
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	resourceapi "k8s.io/api/resource/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+)
+
+// Alternatives. gpuadmit's webhook writes, for a pod its policy lets run
+// on several DRA pools, a claim per GPU container whose one request lists
+// what the container accepts as firstAvailable subrequests (pkg/claim,
+// AlternativesSpec): MIG devices of a profile, a share of one GPU's
+// memory, or whole GPUs, each of one model (a CEL selector on the model
+// attribute). DynamicResources allocates, on each node, the first
+// alternative in order that fits there; which one it is on a node it does
+// not tell the other plugins. So the plugin predicts it: predict searches
+// the node's free devices in the allocator's order (requests in order,
+// each request's alternatives in order, devices in slice order, backing
+// up when a later request finds nothing) on the same view of what
+// allocated and in-flight claims hold, and scores what that alternative
+// takes of the node. Its cost is the placement cost of those items plus
+// altStep for each step down the list, so that the policy's order decides
+// between nodes only where the costs are close and the score can trade a
+// later alternative on one model for a fragmenting first on another.
+
+// altStep is the cost, in milli-GPU of fragmentation (allocator.Placer's
+// unit), of each step down a prioritized list: one hundredth of a GPU.
+// Smaller would leave the policy's order as no more than a tie-break;
+// much larger would make the first alternative that fits anywhere win
+// whatever it fragments, which is the stock scheduler's order, not a
+// placement choice.
+const altStep = 10.0
+
+// alternative is one subrequest of a prioritized list as the plugin sizes
+// it: items (shares and whole GPUs) or migs MIG devices of DeviceClass
+// migClass, on a node whose GPUs are of model ("" for any).
+type alternative struct {
+	model    string
+	items    []item
+	migClass string
+	migs     int64
+}
+
+// choice is a DRA request: its alternatives in the allocator's order.
+type choice []alternative
+
+// listChoice sizes a prioritized list; false when a subrequest is of a
+// kind the plugin cannot size (another class, all devices, a selector
+// other than gpuadmit's model selector), and then the plugin does not
+// score the pod, as before it sized lists.
+func listChoice(subs []resourceapi.DeviceSubRequest) (choice, bool) {
+	c := make(choice, 0, len(subs))
+	for _, s := range subs {
+		a, ok := subAlternative(s)
+		if !ok {
+			return nil, false
+		}
+		c = append(c, a)
+	}
+	return c, true
+}
+
+func subAlternative(s resourceapi.DeviceSubRequest) (alternative, bool) {
+	var a alternative
+	if s.AllocationMode != "" && s.AllocationMode != resourceapi.DeviceAllocationModeExactCount {
+		return a, false
+	}
+	for _, sel := range s.Selectors {
+		if sel.CEL == nil {
+			return a, false
+		}
+		m, ok := selectedModel(sel.CEL.Expression)
+		if !ok || (a.model != "" && a.model != m) {
+			return a, false
+		}
+		a.model = m
+	}
+	n := max(s.Count, 1)
+	it := item{}
+	switch {
+	case s.DeviceClassName == allocator.DRAClassGPU:
+		it.whole = true
+	case s.DeviceClassName == allocator.DRAClassShare:
+		if s.Capacity != nil {
+			for name, q := range s.Capacity.Requests {
+				if name != allocator.DRACapacityMemory {
+					return a, false
+				}
+				it.memory = q.Value()
+			}
+		}
+	case strings.HasPrefix(s.DeviceClassName, "mig-") && strings.HasSuffix(s.DeviceClassName, allocator.DRAClassSuffix):
+		a.migClass, a.migs = s.DeviceClassName, n
+		return a, true
+	default:
+		return a, false
+	}
+	for range n {
+		a.items = append(a.items, it)
+	}
+	return a, true
+}
+
+// modelPrefix is the model selector of gpuadmit's alternatives up to the
+// model (pkg/claim.ModelSelector writes it).
+var modelPrefix = fmt.Sprintf("device.attributes[%q].%s == ", allocator.DRADriver, allocator.DRAAttrModel)
+
+// selectedModel is the model a CEL selector written by
+// pkg/claim.ModelSelector selects; false for any other expression.
+func selectedModel(expr string) (string, bool) {
+	rest, ok := strings.CutPrefix(expr, modelPrefix)
+	if !ok {
+		return "", false
+	}
+	m, err := strconv.Unquote(rest)
+	return m, err == nil && m != ""
+}
+
+// prediction is what the allocator gives a pod on a node: the alternative
+// of each choice (its index), and the items they take with the GPU (index
+// in the view) of each.
+type prediction struct {
+	alts  []int
+	items []item
+	at    []int
+	steps int // the sum of alts
+}
+
+// maxSearch bounds the steps of predict's search: a pod whose search takes
+// more is not scored on the node, rather than stall the cycle.
+const maxSearch = 10000
+
+// predict is the allocation of cs on the node of view v (see the top of
+// this file); false when none fits, the node is of more than one model,
+// or the search ran past maxSearch.
+func (v *gpuView) predict(cs []choice) (prediction, bool) {
+	s := search{v: v, left: append([]int64(nil), v.left...), mig: map[string]int64{}, cs: cs}
+	for k, n := range v.mig {
+		s.mig[k] = n
+	}
+	if !s.choice(0) {
+		return prediction{}, false
+	}
+	for _, a := range s.p.alts {
+		s.p.steps += a
+	}
+	return s.p, true
+}
+
+// search is predict's depth-first search, in the allocator's order.
+type search struct {
+	v     *gpuView
+	left  []int64
+	mig   map[string]int64
+	cs    []choice
+	p     prediction
+	steps int
+}
+
+// choice places choices i onwards; true when all are placed.
+func (s *search) choice(i int) bool {
+	if i == len(s.cs) {
+		return true
+	}
+	for a, alt := range s.cs[i] {
+		if s.steps++; s.steps > maxSearch {
+			return false
+		}
+		if alt.model != "" && alt.model != s.v.model {
+			continue
+		}
+		if s.mig[alt.migClass] < alt.migs {
+			continue
+		}
+		s.mig[alt.migClass] -= alt.migs
+		n := len(s.p.items)
+		s.p.alts = append(s.p.alts, a)
+		if s.place(i, alt.items) {
+			return true
+		}
+		s.p.alts, s.p.items, s.p.at = s.p.alts[:i], s.p.items[:n], s.p.at[:n]
+		s.mig[alt.migClass] += alt.migs
+	}
+	return false
+}
+
+// place places items of choice i, each on a GPU in slice order that has
+// room, then the choices after i.
+func (s *search) place(i int, items []item) bool {
+	if len(items) == 0 {
+		return s.choice(i + 1)
+	}
+	need := s.v.shape.take(items[0])
+	if need <= 0 {
+		return false
+	}
+	for g, l := range s.left {
+		if l < need {
+			continue
+		}
+		if s.steps++; s.steps > maxSearch {
+			return false
+		}
+		s.left[g] -= need
+		s.p.items, s.p.at = append(s.p.items, items[0]), append(s.p.at, g)
+		if s.place(i, items[1:]) {
+			return true
+		}
+		s.left[g] += need
+		s.p.items, s.p.at = s.p.items[:len(s.p.items)-1], s.p.at[:len(s.p.at)-1]
+	}
+	return false
+}
+
+// scoreChoices is the raw score of r, a request of choices, on node n of
+// view v: the score of the predicted items on the GPUs predicted, less
+// altStep for each step down the lists. A prediction of MIG devices only
+// is scored as a pod without GPU (MIG instances are not in the view).
+func (c *scorer) scoreChoices(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	p, ok := v.predict(r.choices)
+	if !ok {
+		return 0, false
+	}
+	placed := r
+	placed.choices, placed.choiceKey, placed.items = nil, "", p.items
+	raw, ok := c.scoreAt(n, placed, v, p.at)
+	return raw - altStep*float64(p.steps), ok
+}
