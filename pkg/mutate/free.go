@@ -72,12 +72,35 @@ func fullReason(held inventory.Held, pool *inventory.Pool, nodes []inventory.Nod
 }
 
 // noteAdmitted tells the Capacity what a freshly admitted pod will take.
-// Dry runs and re-decisions of pods already admitted take nothing.
+// Dry runs and re-decisions of pods already admitted take nothing, and
+// neither does a pod its namespace's gpuadmit ResourceQuota will refuse:
+// the API server runs ResourceQuota after the webhook, so that pod never
+// comes. Pods placed by DRA alternatives never get here (placeAlternatives):
+// the scheduler counts their devices exactly, on no guess of the webhook's.
 func (m *Mutator) noteAdmitted(req Request, pod *corev1.Pod, ch *choice) {
 	if m.opts.Capacity == nil || req.DryRun || req.Template || req.recordedPool != "" {
 		return
 	}
+	if quotaRefuses(req.Quota, ch.demand) != "" {
+		return
+	}
 	m.opts.Capacity.Admitted(pod, ch.pool.Name, ch.demand)
+}
+
+// quotaRefuses names a resource of demand that the quota's status has less
+// left of than demand asks, or "". The status is the quota's cached
+// usage. Where it lags a deletion, a pod that will be created is not
+// entered and goes uncounted until the cache shows it, for a moment; where
+// it lags a creation, ResourceQuota may refuse a pod this lets through,
+// and the ledger drops that pod's entry once the cache shows a later
+// admission (pkg/webhook's ledgerOvertake).
+func quotaRefuses(q *corev1.ResourceQuota, demand map[string]int64) string {
+	for r, want := range demand {
+		if left, ok := quotaLeft(q, r); ok && left < want {
+			return r
+		}
+	}
+	return ""
 }
 
 // bestEffort is the explanation's note on how the pool was checked.
