@@ -339,7 +339,9 @@ func TestAlternativesPerContainer(t *testing.T) {
 // countingCapacity has no pods, and records the pools admissions charge.
 type countingCapacity struct{ charged []string }
 
-func (c *countingCapacity) Held(context.Context, *inventory.Pool) inventory.Held { return inventory.Held{} }
+func (c *countingCapacity) Held(context.Context, *inventory.Pool) inventory.Held {
+	return inventory.Held{}
+}
 func (c *countingCapacity) Admitted(_ *corev1.Pod, pool string, _ map[string]int64) {
 	c.charged = append(c.charged, pool)
 }
