@@ -365,3 +365,43 @@ func TestAPodItsQuotaRefusesTakesNoRoom(t *testing.T) {
 		t.Errorf("another namespace's pod went to %s, want %s (the refused pod holds nothing)", got, migPool)
 	}
 }
+
+// TestAPoolWhoseFreeGPUsHaveNoCPULeftIsSkipped: the MIG pool has a slice
+// free, on its one node, where gpuadmit's pods hold all 96 CPUs (or all its
+// memory): a pod asking 1 CPU cannot run there, so it goes to the next
+// pool; with CPU left beside the slice, it stays on the MIG pool.
+func TestAPoolWhoseFreeGPUsHaveNoCPULeftIsSkipped(t *testing.T) {
+	run := corev1.PodRunning
+	withCompute := func(p *corev1.Pod, cpu, mem string) *corev1.Pod {
+		r := p.Spec.Containers[0].Resources.Requests.DeepCopy()
+		if r == nil {
+			r = corev1.ResourceList{}
+		}
+		r[corev1.ResourceCPU], r[corev1.ResourceMemory] = resource.MustParse(cpu), resource.MustParse(mem)
+		p.Spec.Containers[0].Resources.Requests = r
+		return p
+	}
+	tests := map[string]struct {
+		holder *corev1.Pod
+		want   string
+	}{
+		"every CPU of the node held":    {holder: withCompute(holding("a", node, "", run), "96", "1Gi"), want: sharePool},
+		"all its memory held":           {holder: withCompute(holding("a", node, "", run), "1", "1Ti"), want: sharePool},
+		"a nominated pod holds the CPU": {holder: withCompute(holding("a", "", node, corev1.PodPending), "96", "1Gi"), want: sharePool},
+		"CPU and memory left beside it": {holder: withCompute(holding("a", node, "", run), "95", "1000Gi"), want: migPool},
+		"a finished pod holds no CPU":   {holder: withCompute(holding("a", node, "", corev1.PodSucceeded), "96", "1Ti"), want: migPool},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, 2, tc.holder)
+			p := withCompute(asking("wants-a-cpu"), "1", "1Gi")
+			res := f.admit(t, p)
+			if got := mutate.PoolOf(res.Pod); got != tc.want {
+				t.Errorf("pod went to %s, want %s; explanation: %s", got, tc.want, res.Explanation)
+			}
+			if why := "also has cpu=1, memory=1Gi free"; tc.want == sharePool && !strings.Contains(res.Explanation, why) {
+				t.Errorf("explanation %q does not say %q", res.Explanation, why)
+			}
+		})
+	}
+}
