@@ -65,10 +65,10 @@ func (c *capacity) Held(_ context.Context, pool *inventory.Pool) inventory.Held 
 	return h
 }
 
-// gpuRequests are the pod's GPU and accounting requests as the scheduler
+// heldRequests are the pod's GPU and accounting requests as the scheduler
 // counts them, and its CPU (millicores) and memory (bytes) requests, which
 // a pool's room is checked against node by node (inventory.Held.FitsNode).
-func gpuRequests(p *corev1.Pod) map[string]int64 {
+func heldRequests(p *corev1.Pod) map[string]int64 {
 	out := map[string]int64{}
 	for r, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}) {
 		if inventory.IsGPUResource(string(r)) {
