@@ -23,7 +23,7 @@ func (inv *Inventory) add(g gpuNode, refs *nodeRefs) {
 			g.node.Name, g.product, g.mode, offerText(g.offer), name, p.Product, p.Mode, offerText(p.offer))
 		return
 	}
-	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Labels: g.node.Labels, Down: downTaints(g.node),
+	p.Nodes = append(p.Nodes, Node{Name: g.node.Name, Allocatable: g.alloc, Compute: computeOf(g.node), Labels: g.node.Labels, Down: downTaints(g.node),
 		ref: refs.get(g.node)})
 	p.keepCommonLabels(g.node.Labels, len(p.Nodes) == 1)
 	p.GPUsPerNode = max(p.GPUsPerNode, g.gpus)

@@ -5,7 +5,8 @@ package inventory
 // Allocatable minus Held is what the pool has free.
 type Held struct {
 	// ByNode sums, per node name, the GPU resources of the pods bound or
-	// nominated to that node.
+	// nominated to that node, and their CPU (ResourceCPU, millicores) and
+	// memory (ResourceMemory, bytes) requests.
 	ByNode map[string]map[string]int64
 	// Pending sums the GPU resources of the pool's pods that are on no node
 	// yet: the scheduler may put each on any node of the pool, so they are
@@ -13,14 +14,32 @@ type Held struct {
 	Pending map[string]int64
 }
 
-// FitsNode reports whether one of nodes has demand free.
-func (h Held) FitsNode(nodes []Node, demand map[string]int64) bool {
+// FitsNode reports whether one of nodes has the GPU resources of demand
+// free and, on a node that states its CPU and memory (Node.Compute), the
+// CPU and memory of compute as well (keys ResourceCPU in millicores and
+// ResourceMemory in bytes): a pod runs on one node, which must hold all of
+// it at once. ByNode holds what the pods there request of both.
+func (h Held) FitsNode(nodes []Node, demand, compute map[string]int64) bool {
 	for _, n := range nodes {
-		if h.fits(n, demand) {
+		if h.fits(n, demand) && h.computeFits(n, compute) {
 			return true
 		}
 	}
 	return false
+}
+
+// computeFits reports whether n has compute free; a node that does not
+// state its CPU and memory is not checked for them.
+func (h Held) computeFits(n Node, compute map[string]int64) bool {
+	if n.Compute == nil {
+		return true
+	}
+	for r, q := range compute {
+		if max(n.Compute[r]-h.ByNode[n.Name][r], 0) < q {
+			return false
+		}
+	}
+	return true
 }
 
 // free is what node n has left of resource r: decisions ask this of every

@@ -60,7 +60,7 @@ func TestHeldWithoutMapsMatchesFree(t *testing.T) {
 			}
 			wantFits = wantFits || ok
 		}
-		if got := h.FitsNode(pool.Nodes, demand); got != wantFits {
+		if got := h.FitsNode(pool.Nodes, demand, nil); got != wantFits {
 			t.Fatalf("FitsNode = %v, Free says %v (nodes %+v, held %+v, demand %v)", got, wantFits, pool.Nodes, h.ByNode, demand)
 		}
 		got := h.PoolFree(pool, demand)

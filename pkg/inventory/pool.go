@@ -66,6 +66,12 @@ type Node struct {
 	Name string `json:"name"`
 	// Allocatable holds the node's GPU resources (only those), as integers.
 	Allocatable map[string]int64 `json:"allocatable"`
+	// Compute is the node's allocatable CPU (ResourceCPU, in millicores)
+	// and memory (ResourceMemory, in bytes), as the inventory was built: a
+	// Live does not rebuild on a change of these alone (the kubelet changes
+	// them only when restarted with other reservations). Nil where the node
+	// states neither; then a pod's CPU and memory are not checked there.
+	Compute map[string]int64 `json:"-"`
 	// Labels are the node's labels when the inventory was built. A pod's
 	// own nodeSelector and required node affinity are matched against
 	// Object, whose labels a Live keeps current between rebuilds.
@@ -210,6 +216,29 @@ func (p *Pool) UnitsPerGPU() int64 {
 // Fits reports whether one node of the pool has at least demand of every resource.
 func (p *Pool) Fits(demand map[string]int64) bool {
 	return FitsOn(p.Nodes, demand)
+}
+
+// ResourceCPU and ResourceMemory key Node.Compute and the CPU and memory
+// in Held.ByNode.
+const (
+	ResourceCPU    = string(corev1.ResourceCPU)
+	ResourceMemory = string(corev1.ResourceMemory)
+)
+
+// computeOf is n's allocatable CPU (millicores) and memory (bytes), or nil
+// where it states neither.
+func computeOf(n *corev1.Node) map[string]int64 {
+	var out map[string]int64
+	if q, ok := n.Status.Allocatable[corev1.ResourceCPU]; ok {
+		out = map[string]int64{ResourceCPU: q.MilliValue()}
+	}
+	if q, ok := n.Status.Allocatable[corev1.ResourceMemory]; ok {
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[ResourceMemory] = q.Value()
+	}
+	return out
 }
 
 // FitsOn reports whether one of nodes has at least demand of every resource.

@@ -335,3 +335,31 @@ func TestAlternativesPerContainer(t *testing.T) {
 		t.Errorf("deciding again: allowed %v, patch %v, message %q", again.Allowed, again.Patch, again.Message)
 	}
 }
+
+// countingCapacity has no pods, and records the pools admissions charge.
+type countingCapacity struct{ charged []string }
+
+func (c *countingCapacity) Held(context.Context, *inventory.Pool) inventory.Held {
+	return inventory.Held{}
+}
+func (c *countingCapacity) Admitted(_ *corev1.Pod, pool string, _ map[string]int64) {
+	c.charged = append(c.charged, pool)
+}
+
+// TestAlternativesChargeNoPoolInTheLedger: a pod placed by DRA alternatives
+// holds no pool's room in the webhook (the scheduler counts its devices);
+// a pod pinned to one pool does, until the cache shows it.
+func TestAlternativesChargeNoPoolInTheLedger(t *testing.T) {
+	c := &countingCapacity{}
+	m := NewMutator(defaultEngine, StaticInventory{Inv: altInventory()}, MutatorOptions{Capacity: c})
+	if res := mustMutate(t, m, pod("alt", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})); PoolOf(res.Pod) != "" {
+		t.Fatalf("8 GiB pod was pinned to %s, want alternatives", PoolOf(res.Pod))
+	}
+	if len(c.charged) != 0 {
+		t.Errorf("a pod with alternatives charged pools %v in the ledger, want none", c.charged)
+	}
+	one := mustMutate(t, m, pod("one", map[string]string{"gpuadmit.io/gpu-memory": "20Gi"}))
+	if diff := cmp.Diff([]string{PoolOf(one.Pod)}, c.charged); PoolOf(one.Pod) == "" || diff != "" {
+		t.Errorf("a pod pinned to one pool (%q) charged (-want +got):\n%s", PoolOf(one.Pod), diff)
+	}
+}

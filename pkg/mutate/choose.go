@@ -121,7 +121,7 @@ func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory
 		return nil, nil, noFitReason(nodes, demand)
 	}
 	if room != nil {
-		if why := room(pool, nodes, demand); why != "" {
+		if why := room(pool, nodes, demand, podCompute(pod)); why != "" {
 			return nil, nil, why
 		}
 	}

@@ -65,12 +65,22 @@ func (c *capacity) Held(_ context.Context, pool *inventory.Pool) inventory.Held 
 	return h
 }
 
-// gpuRequests are the pod's GPU and accounting requests as the scheduler counts them.
-func gpuRequests(p *corev1.Pod) map[string]int64 {
+// heldRequests are the pod's GPU and accounting requests as the scheduler
+// counts them, and its CPU (millicores) and memory (bytes) requests, which
+// a pool's room is checked against node by node (inventory.Held.FitsNode).
+func heldRequests(p *corev1.Pod) map[string]int64 {
 	out := map[string]int64{}
 	for r, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}) {
 		if inventory.IsGPUResource(string(r)) {
 			out[string(r)] = q.Value()
+		}
+	}
+	for r, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}) {
+		switch r {
+		case corev1.ResourceCPU:
+			out[inventory.ResourceCPU] = q.MilliValue()
+		case corev1.ResourceMemory:
+			out[inventory.ResourceMemory] = q.Value()
 		}
 	}
 	return out

@@ -304,3 +304,104 @@ func pick(m map[string]int64, keys ...string) map[string]int64 {
 	}
 	return out
 }
+
+// TestARefusedAdmissionStopsCountingOnceALaterPodShows: the API server
+// refused the first pod after the webhook; once the cache shows a pod
+// admitted after it, the first no longer holds the MIG pool's last slice,
+// long before the ledger's TTL.
+func TestARefusedAdmissionStopsCountingOnceALaterPodShows(t *testing.T) {
+	f := newFixture(t, 1)
+	if got := mutate.PoolOf(f.admit(t, asking("refused-later")).Pod); got != migPool {
+		t.Fatalf("first pod went to %s, want %s", got, migPool)
+	}
+	f.clock.SetTime(f.clock.Now().Add(ledgerOvertake + time.Second))
+	second := f.admit(t, asking("second"))
+	if got := mutate.PoolOf(second.Pod); got != sharePool {
+		t.Fatalf("second pod went to %s, want %s while the first counts", got, sharePool)
+	}
+	f.capa.Handler().OnAdd(second.Pod, false)
+	if got := mutate.PoolOf(f.admit(t, asking("third")).Pod); got != migPool {
+		t.Errorf("once the cache showed a later pod the third went to %s, want %s (the first was refused)", got, migPool)
+	}
+}
+
+// TestAnAdmissionWithinTheOvertakeKeepsCounting: two pods admitted a moment
+// apart may be written in either order; the cache showing the second says
+// nothing of the first, which keeps counting.
+func TestAnAdmissionWithinTheOvertakeKeepsCounting(t *testing.T) {
+	f := newFixture(t, 1)
+	if got := mutate.PoolOf(f.admit(t, asking("slow-write")).Pod); got != migPool {
+		t.Fatalf("first pod went to %s, want %s", got, migPool)
+	}
+	f.clock.SetTime(f.clock.Now().Add(ledgerOvertake / 2))
+	second := f.admit(t, asking("second"))
+	f.capa.Handler().OnAdd(second.Pod, false)
+	if got := mutate.PoolOf(f.admit(t, asking("third")).Pod); got != sharePool {
+		t.Errorf("third pod went to %s, want %s (the first, admitted a moment before the second, still counts)", got, sharePool)
+	}
+}
+
+// TestAPodItsQuotaRefusesTakesNoRoom: the namespace's gpuadmit
+// ResourceQuota has less MiB left than the pod asks, so the API server
+// will refuse it after the webhook; it holds no room against another
+// namespace's next pod.
+func TestAPodItsQuotaRefusesTakesNoRoom(t *testing.T) {
+	f := newFixture(t, 1)
+	mib := corev1.ResourceName("requests." + inventory.ResourceMemoryMiB)
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpuadmit", Namespace: "team-a"},
+		Status: corev1.ResourceQuotaStatus{
+			Hard: corev1.ResourceList{mib: resource.MustParse("20000")},
+			Used: corev1.ResourceList{mib: resource.MustParse("15000")}}}
+	res, err := f.m.Mutate(context.Background(), mutate.Request{Pod: asking("over-quota"), Quota: q})
+	if err != nil || !res.Allowed {
+		t.Fatalf("Mutate: %v, allowed %v (%s)", err, res.Allowed, res.Message)
+	}
+	if got := mutate.PoolOf(res.Pod); got != migPool {
+		t.Fatalf("over-quota pod went to %s, want %s (the webhook leaves the refusal to ResourceQuota)", got, migPool)
+	}
+	other := asking("other-team")
+	other.Namespace = "team-b"
+	if got := mutate.PoolOf(f.admit(t, other).Pod); got != migPool {
+		t.Errorf("another namespace's pod went to %s, want %s (the refused pod holds nothing)", got, migPool)
+	}
+}
+
+// TestAPoolWhoseFreeGPUsHaveNoCPULeftIsSkipped: the MIG pool has a slice
+// free, on its one node, where gpuadmit's pods hold all 96 CPUs (or all its
+// memory): a pod asking 1 CPU cannot run there, so it goes to the next
+// pool; with CPU left beside the slice, it stays on the MIG pool.
+func TestAPoolWhoseFreeGPUsHaveNoCPULeftIsSkipped(t *testing.T) {
+	run := corev1.PodRunning
+	withCompute := func(p *corev1.Pod, cpu, mem string) *corev1.Pod {
+		r := p.Spec.Containers[0].Resources.Requests.DeepCopy()
+		if r == nil {
+			r = corev1.ResourceList{}
+		}
+		r[corev1.ResourceCPU], r[corev1.ResourceMemory] = resource.MustParse(cpu), resource.MustParse(mem)
+		p.Spec.Containers[0].Resources.Requests = r
+		return p
+	}
+	tests := map[string]struct {
+		holder *corev1.Pod
+		want   string
+	}{
+		"every CPU of the node held":    {holder: withCompute(holding("a", node, "", run), "96", "1Gi"), want: sharePool},
+		"all its memory held":           {holder: withCompute(holding("a", node, "", run), "1", "1Ti"), want: sharePool},
+		"a nominated pod holds the CPU": {holder: withCompute(holding("a", "", node, corev1.PodPending), "96", "1Gi"), want: sharePool},
+		"CPU and memory left beside it": {holder: withCompute(holding("a", node, "", run), "95", "1000Gi"), want: migPool},
+		"a finished pod holds no CPU":   {holder: withCompute(holding("a", node, "", corev1.PodSucceeded), "96", "1Ti"), want: migPool},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, 2, tc.holder)
+			p := withCompute(asking("wants-a-cpu"), "1", "1Gi")
+			res := f.admit(t, p)
+			if got := mutate.PoolOf(res.Pod); got != tc.want {
+				t.Errorf("pod went to %s, want %s; explanation: %s", got, tc.want, res.Explanation)
+			}
+			if why := "also has cpu=1, memory=1Gi free"; tc.want == sharePool && !strings.Contains(res.Explanation, why) {
+				t.Errorf("explanation %q does not say %q", res.Explanation, why)
+			}
+		})
+	}
+}

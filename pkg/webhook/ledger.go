@@ -8,11 +8,25 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ledgerTTL is how long an admission is counted while the cache does not
-// show its pod: the cache shows a created pod within a second or so; a pod
-// that never comes (the API server refused it after the webhook: quota,
-// validation, a later webhook) stops counting after this.
+// ledgerTTL is how long at most an admission is counted while the cache
+// does not show its pod: the cache shows a created pod within a second or
+// so. A pod that never comes (the API server refused it after the webhook:
+// quota, validation, a later webhook) stops counting sooner once the cache
+// shows a pod admitted after it (ledgerOvertake); this bounds the rest, on
+// a cluster where no pod comes after it.
 const ledgerTTL = 30 * time.Second
+
+// ledgerOvertake is how much earlier than a pod the cache now shows an
+// admission must have been for its pod to count as refused. The Pod
+// informer delivers pods in the order the API server wrote them; the API
+// server writes a pod at the end of its admission chain (later webhooks,
+// ResourceQuota, validation), which takes milliseconds, not seconds. So a
+// pod admitted this long before one the cache shows, and not shown itself,
+// was refused after the webhook, or is stuck in a later webhook that takes
+// longer than this: it then goes uncounted until the cache shows it
+// (the tally counts it from there), which can only send a pod to a pool
+// that is fuller than it looked, never away from one with room.
+const ledgerOvertake = 2 * time.Second
 
 // ledger remembers what this replica admitted and its pod cache has not
 // shown yet, so that a burst of pods does not all land on one stale count.
@@ -80,6 +94,14 @@ func (l *ledger) expire() {
 // name, else the oldest with its generateName. A pod another replica
 // admitted under the same generateName may take this replica's entry; its
 // own pod then goes uncounted until the cache shows it, for a moment.
+//
+// It also drops, in every namespace, the admissions made more than
+// ledgerOvertake before the one it matched: their pods would have been
+// written, and shown, before this one (see ledgerOvertake), so the API
+// server refused them after the webhook. Without this a pod refused by
+// its namespace's ResourceQuota or a later webhook held its pool's room
+// against every namespace for the whole ledgerTTL, and a controller that
+// retries a refused create added a new such entry on every retry.
 func (l *ledger) seen(pod *corev1.Pod) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -87,9 +109,18 @@ func (l *ledger) seen(pod *corev1.Pod) {
 	if i < 0 && pod.GenerateName != "" {
 		i = l.find(pod.Namespace, func(a admitted) bool { return a.name == "" && a.generateName == pod.GenerateName })
 	}
-	if i >= 0 {
-		l.entries = append(l.entries[:i], l.entries[i+1:]...)
+	if i < 0 {
+		return
 	}
+	cutoff := l.entries[i].at.Add(-ledgerOvertake)
+	kept := l.entries[:0]
+	for j, a := range l.entries {
+		if j != i && !a.at.Before(cutoff) {
+			kept = append(kept, a)
+		}
+	}
+	clear(l.entries[len(kept):])
+	l.entries = kept
 }
 
 func (l *ledger) find(namespace string, match func(admitted) bool) int {

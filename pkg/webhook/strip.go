@@ -29,7 +29,8 @@ var podLabels = []string{mutate.LabelManaged, claim.LabelShare, mutate.LabelKueu
 //   - free capacity (tally, ledger): name, generateName, namespace,
 //     spec.nodeName, status.nominatedNodeName and phase, the decision
 //     record's pool, the containers' requests (resourcehelper.PodRequests:
-//     init containers and their restartPolicy, overhead);
+//     init containers and their restartPolicy, overhead, the pod-level
+//     resources its CPU and memory are counted by);
 //   - the usage report (pkg/usage): the same, and spec.schedulingGates and
 //     the PodScheduled condition (why a pod waits), the containers' claims;
 //   - the scheduler handover (handover.WaitingOf): uid, deletionTimestamp,
@@ -56,6 +57,7 @@ func StripPod(obj any) (any, error) {
 		SchedulingGates:   p.Spec.SchedulingGates,
 		ResourceClaims:    p.Spec.ResourceClaims,
 		Overhead:          p.Spec.Overhead,
+		Resources:         p.Spec.Resources,
 		InitContainers:    stripContainers(p.Spec.InitContainers),
 		Containers:        stripContainers(p.Spec.Containers),
 	}

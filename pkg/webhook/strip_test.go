@@ -73,7 +73,7 @@ func TestStripPodKeepsWhatTheReadersRead(t *testing.T) {
 	}
 	read := func(p *corev1.Pod) answers {
 		w, ok := handover.WaitingOf(p)
-		return answers{Placement: placement(p), Pool: mutate.PoolOf(p), Requests: gpuRequests(p), Waiting: w, Waits: ok,
+		return answers{Placement: placement(p), Pool: mutate.PoolOf(p), Requests: heldRequests(p), Waiting: w, Waits: ok,
 			Reason: usage.ReasonOf(p), Namespace: p.Namespace, Name: p.Name, GenRef: p.GenerateName,
 			Demand: fmt.Sprint(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}))}
 	}

@@ -37,7 +37,7 @@ func newTally() *tally {
 func (t *tally) set(p *corev1.Pod) {
 	next := placed{key: placement(p)}
 	if next.key != "" {
-		next.req = gpuRequests(p)
+		next.req = heldRequests(p)
 	}
 	id := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()

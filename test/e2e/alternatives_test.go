@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,8 +77,27 @@ func useAlternatives(t *testing.T) {
 	if err := writePolicies(dir, files); err != nil {
 		t.Fatal(err)
 	}
+	prev := activeRevision(t)
 	swapPolicies(t, "alternatives")
-	t.Cleanup(func() { swapPolicies(t, "v1") })
+	t.Cleanup(func() {
+		swapPolicies(t, "v1")
+		// The webhook reloads the set a moment later; a test that runs next
+		// (FirstHour) must not be decided by the alternatives policy.
+		waitFor(t, "the webhook back on revision "+prev, 30*time.Second, func() (bool, string) {
+			r := env.Readyz()
+			return strings.Contains(r, "revision "+prev+" "), r
+		})
+	})
+}
+
+// activeRevision is the policy revision the webhook reports active.
+func activeRevision(t *testing.T) string {
+	t.Helper()
+	m := regexp.MustCompile(`revision (\S+) from`).FindStringSubmatch(env.Readyz())
+	if m == nil {
+		t.Fatalf("readyz names no active policy revision: %s", env.Readyz())
+	}
+	return m[1]
 }
 
 // altNodes starts the two pools' nodes, suffixed, and waits until the
