@@ -15,10 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
@@ -67,6 +69,7 @@ func Run(ctx context.Context, o Options) ([]Level, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime; the API server logs to its file
 	r, err := fakegpu.ReadReading(o.Reading)
 	if err != nil {
 		return nil, err
