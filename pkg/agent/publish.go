@@ -34,20 +34,26 @@ type publisher struct {
 // merge patches of only the agent's own keys, so the kubelet's and other
 // controllers' writes to the same Node never conflict with the agent's.
 // served says whether the plugin serves offer; without it the share
-// annotation is removed.
+// annotation is removed. It reads the Node once and writes only what
+// differs from it: every resync publishes, and a Node that already says
+// what the agent would write costs the API server one GET, no write.
 func (p *publisher) publish(ctx context.Context, gpus []GPU, offer allocator.ShareOffer, served bool) error {
-	if err := p.annotate(ctx, gpus, offer, served); err != nil {
+	node := &corev1.Node{}
+	if err := p.client.Get(ctx, client.ObjectKey{Name: p.node}, node); err != nil {
+		return fmt.Errorf("get node %s: %w", p.node, err)
+	}
+	if err := p.annotate(ctx, node, gpus, offer, served); err != nil {
 		return err
 	}
 	if p.accounting != nil {
-		return p.advertise(ctx, p.accounting(gpus))
+		return p.advertise(ctx, node, p.accounting(gpus))
 	}
-	return p.advertise(ctx, Accounting(gpus))
+	return p.advertise(ctx, node, Accounting(gpus))
 }
 
 // annotate sets AnnotationGPUs to the GPUs as JSON, and AnnotationShare to
-// the offer, or removes it.
-func (p *publisher) annotate(ctx context.Context, gpus []GPU, offer allocator.ShareOffer, served bool) error {
+// the offer, or removes it, unless node already has exactly those.
+func (p *publisher) annotate(ctx context.Context, node *corev1.Node, gpus []GPU, offer allocator.ShareOffer, served bool) error {
 	if gpus == nil {
 		gpus = []GPU{}
 	}
@@ -56,12 +62,18 @@ func (p *publisher) annotate(ctx context.Context, gpus []GPU, offer allocator.Sh
 		return fmt.Errorf("encode GPUs: %w", err)
 	}
 	annotations := map[string]any{AnnotationGPUs: string(value), AnnotationShare: nil} // null removes it
+	share := ""
 	if served {
-		share, err := json.Marshal(offer)
+		data, err := json.Marshal(offer)
 		if err != nil {
 			return fmt.Errorf("encode share: %w", err)
 		}
-		annotations[AnnotationShare] = string(share)
+		share = string(data)
+		annotations[AnnotationShare] = share
+	}
+	gotShare, hasShare := node.Annotations[AnnotationShare]
+	if node.Annotations[AnnotationGPUs] == string(value) && hasShare == served && gotShare == share {
+		return nil
 	}
 	patch := map[string]any{"metadata": map[string]any{"annotations": annotations}}
 	return p.patch(ctx, patch, p.client.Patch, "annotate")
@@ -69,11 +81,10 @@ func (p *publisher) annotate(ctx context.Context, gpus []GPU, offer allocator.Sh
 
 // advertise sets the accounting resources in the node's capacity and
 // allocatable, and removes those of models the node no longer has (its GPUs
-// were replaced), which it reads from the node first.
-func (p *publisher) advertise(ctx context.Context, want map[string]int64) error {
-	node := &corev1.Node{}
-	if err := p.client.Get(ctx, client.ObjectKey{Name: p.node}, node); err != nil {
-		return fmt.Errorf("get node %s: %w", p.node, err)
+// were replaced), unless node already advertises exactly want.
+func (p *publisher) advertise(ctx context.Context, node *corev1.Node, want map[string]int64) error {
+	if advertises(node.Status.Capacity, want) && advertises(node.Status.Allocatable, want) {
+		return nil
 	}
 	resources := map[string]any{}
 	for _, list := range []corev1.ResourceList{node.Status.Capacity, node.Status.Allocatable} {
@@ -91,6 +102,22 @@ func (p *publisher) advertise(ctx context.Context, want map[string]int64) error 
 		return p.client.Status().Patch(ctx, obj, patch)
 	}
 	return p.patch(ctx, patch, statusPatch, "advertise capacity on")
+}
+
+// advertises reports whether list's accounting resources are exactly want.
+func advertises(list corev1.ResourceList, want map[string]int64) bool {
+	n := 0
+	for name, q := range list {
+		if !isAccountingResource(string(name)) {
+			continue
+		}
+		v, ok := want[string(name)]
+		if !ok || q.CmpInt64(v) != 0 {
+			return false
+		}
+		n++
+	}
+	return n == len(want)
 }
 
 type patchFunc func(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error

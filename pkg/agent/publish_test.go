@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -226,5 +227,75 @@ func TestDRANodeNeverRefusesAPodForAccounting(t *testing.T) {
 	}
 	if got := DRAAccounting([]GPU{{Model: "A100-40GB", MemoryMiB: 40960}}); got[ResourceMemoryMiB] != 0 {
 		t.Errorf("a DRA node without a healthy GPU advertises %s=%d, want 0: it serves nothing", ResourceMemoryMiB, got[ResourceMemoryMiB])
+	}
+}
+
+// writeCounter is a NodeClient that counts the writes it passes on.
+type writeCounter struct {
+	client.Client
+	patches, statusPatches int
+}
+
+func (w *writeCounter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	w.patches++
+	return w.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (w *writeCounter) Status() client.SubResourceWriter { return &statusCounter{w.Client.Status(), w} }
+
+type statusCounter struct {
+	client.SubResourceWriter
+	w *writeCounter
+}
+
+func (s *statusCounter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.w.statusPatches++
+	return s.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+// TestPublishWritesOnlyWhatChanged publishes as the resync does, again
+// and again: the first publish writes the annotations and the capacity,
+// a publish of the same GPUs writes nothing (before, every resync sent
+// both patches to the API server), and a GPU lost writes both once.
+func TestPublishWritesOnlyWhatChanged(t *testing.T) {
+	c := &writeCounter{Client: fake.NewClientBuilder().WithObjects(gpuNode()).WithStatusSubresource(&corev1.Node{}).Build()}
+	p := &publisher{client: c, node: nodeName}
+	ctx := context.Background()
+	two := []GPU{
+		{UUID: "GPU-a", Model: "H100-80GB", MemoryMiB: 81559, Healthy: true},
+		{UUID: "GPU-b", Model: "H100-80GB", MemoryMiB: 81559, Healthy: true},
+	}
+	lost := []GPU{two[0]}
+	offer := allocator.ShareOffer{Resource: ResourceShare, UnitMiB: 20389, SharesPerGPU: 4}
+	type writes struct{ Patches, StatusPatches int }
+	steps := []struct {
+		what   string
+		gpus   []GPU
+		served bool
+		want   writes
+	}{
+		{what: "first publish", gpus: two, served: true, want: writes{1, 1}},
+		{what: "resync, nothing changed", gpus: two, served: true, want: writes{0, 0}},
+		{what: "second resync, nothing changed", gpus: two, served: true, want: writes{0, 0}},
+		{what: "one GPU lost", gpus: lost, served: true, want: writes{1, 1}},
+		{what: "resync after the loss", gpus: lost, served: true, want: writes{0, 0}},
+		{what: "shares no longer served", gpus: lost, served: false, want: writes{1, 0}},
+		{what: "resync without shares", gpus: lost, served: false, want: writes{0, 0}},
+	}
+	for _, s := range steps {
+		c.patches, c.statusPatches = 0, 0
+		if err := p.publish(ctx, s.gpus, offer, s.served); err != nil {
+			t.Fatalf("%s: %v", s.what, err)
+		}
+		if diff := cmp.Diff(s.want, writes{c.patches, c.statusPatches}); diff != "" {
+			t.Errorf("%s: writes (-want +got):\n%s", s.what, diff)
+		}
+	}
+	n := &corev1.Node{}
+	if err := c.Get(ctx, clientKey(nodeName), n); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Status.Allocatable[ResourceMemoryMiB]; got.Value() != 81559 {
+		t.Errorf("allocatable %s = %s after the loss, want 81559", ResourceMemoryMiB, got.String())
 	}
 }
