@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/report"
@@ -36,14 +35,7 @@ func TestCostReport(t *testing.T) {
 	held := []*corev1.Pod{share("report-34a", "34Gi"), share("report-34b", "34Gi")}
 	waiting := []*corev1.Pod{share("report-10a", "10Gi"), share("report-10b", "10Gi")}
 	defer deleteAll(ctx, "team-a", append(held, waiting...)...)
-	// The webhook rebuilds its inventory in the background, a moment
-	// after the node's change reaches its informer.
-	waitFor(t, "the webhook sees the DRA pool", 30*time.Second, func() (bool, string) {
-		if err := env.Client.Create(ctx, held[0].DeepCopy(), client.DryRunAll); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
+	waitAdmitted(t, ctx, "the webhook sees the DRA pool", held[0])
 	for _, p := range held {
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)

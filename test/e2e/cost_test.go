@@ -45,6 +45,7 @@ func TestCostStrandedAllocatedPending(t *testing.T) {
 	held := []*corev1.Pod{share("cost-34a", "34Gi"), share("cost-34b", "34Gi")}
 	waiting := []*corev1.Pod{share("cost-10a", "10Gi"), share("cost-10b", "10Gi")}
 	defer deleteAll(ctx, "team-a", append(held, waiting...)...)
+	waitAdmitted(t, ctx, "the webhook sees the DRA pool", held[0])
 	for _, p := range held {
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)

@@ -80,6 +80,17 @@ func installDRAPolicies(t *testing.T, ctx context.Context) {
 	})
 }
 
+// waitAdmitted waits until the webhook admits p (a dry run): it rebuilds its
+// inventory in the background, a moment after a node's change reaches its
+// informer, so a pool a test has just made is not there at once.
+func waitAdmitted(t *testing.T, ctx context.Context, what string, p *corev1.Pod) {
+	t.Helper()
+	waitFor(t, what, 30*time.Second, func() (bool, string) {
+		err := env.Client.Create(ctx, p.DeepCopy(), client.DryRunAll)
+		return err == nil, errString(err)
+	})
+}
+
 func errString(err error) string {
 	if err == nil {
 		return "allowed"

@@ -250,10 +250,7 @@ func TestDRAShareQuotaInMiB(t *testing.T) {
 		p.Annotations = map[string]string{"gpuadmit.io/backend": "shared", "gpuadmit.io/model": "A100-40GB"}
 		return p
 	}
-	waitFor(t, "the DRA pool in the inventory", 30*time.Second, func() (bool, string) {
-		err := env.Client.Create(ctx, share("probe", "30Gi"), client.DryRunAll)
-		return err == nil, errString(err)
-	})
+	waitAdmitted(t, ctx, "the DRA pool in the inventory", share("probe", "30Gi"))
 	if err := env.Client.Create(ctx, share("thirty", "30Gi")); err != nil {
 		t.Fatalf("30 GiB against 40 GiB: %v", err)
 	}
