@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/report"
@@ -25,29 +24,7 @@ import (
 func TestCostReport(t *testing.T) {
 	ctx := context.Background()
 	const pool = "report-dra"
-	draNamespace(t, ctx, pool)
-	draPoolNode(t, ctx, pool+"-0", pool, 2)
-	share := func(name, gib string) *corev1.Pod {
-		p := gpuPod("team-a", name, map[string]string{"gpuadmit.io/gpu-memory": gib})
-		p.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB", "gpuadmit.io/backend": "shared"}
-		return p
-	}
-	held := []*corev1.Pod{share("report-34a", "34Gi"), share("report-34b", "34Gi")}
-	waiting := []*corev1.Pod{share("report-10a", "10Gi"), share("report-10b", "10Gi")}
-	defer deleteAll(ctx, "team-a", append(held, waiting...)...)
-	waitAdmitted(t, ctx, "the webhook sees the DRA pool", held[0])
-	for _, p := range held {
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		waitState(t, ctx, p, "node "+pool+"-0")
-	}
-	for _, p := range waiting {
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		waitState(t, ctx, p, "unschedulable")
-	}
+	splitSharePool(t, ctx, pool, "report")
 	cfg, err := report.Config(ctx, "")
 	if err != nil {
 		t.Fatal(err)

@@ -35,29 +35,7 @@ func TestCostStrandedAllocatedPending(t *testing.T) {
 	ctx := context.Background()
 	prom := startPrometheus(t, scrapeTarget(t))
 
-	draNamespace(t, ctx, "cost-dra") // installs deploy/dra's DeviceClasses
-	draPoolNode(t, ctx, "cost-dra-0", "cost-dra", 2)
-	share := func(name, gib string) *corev1.Pod {
-		p := gpuPod("team-a", name, map[string]string{"gpuadmit.io/gpu-memory": gib})
-		p.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB", "gpuadmit.io/backend": "shared"}
-		return p
-	}
-	held := []*corev1.Pod{share("cost-34a", "34Gi"), share("cost-34b", "34Gi")}
-	waiting := []*corev1.Pod{share("cost-10a", "10Gi"), share("cost-10b", "10Gi")}
-	defer deleteAll(ctx, "team-a", append(held, waiting...)...)
-	waitAdmitted(t, ctx, "the webhook sees the DRA pool", held[0])
-	for _, p := range held {
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		waitState(t, ctx, p, "node cost-dra-0")
-	}
-	for _, p := range waiting {
-		if err := env.Client.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		waitState(t, ctx, p, "unschedulable")
-	}
+	splitSharePool(t, ctx, "cost-dra", "cost")
 
 	a100, _ := allocator.Default().Model("A100-40GB")
 	const shareMiB, askMiB = 34 << 10, 10 << 10
@@ -201,4 +179,35 @@ func (p prometheus) query(q string) (float64, error) {
 	}
 	s, _ := body.Data.Result[0].Value[1].(string)
 	return strconv.ParseFloat(s, 64)
+}
+
+// splitSharePool makes the DRA share pool pool of one node with two A100
+// 40GB GPUs (deploy/dra's DeviceClasses installed), binds two 34 GiB shares
+// there, one per GPU, and leaves two 10 GiB shares of team-a waiting: the
+// pods are named prefix-34a, -34b, -10a and -10b, and deleted after the test.
+func splitSharePool(t *testing.T, ctx context.Context, pool, prefix string) {
+	t.Helper()
+	draNamespace(t, ctx, pool)
+	draPoolNode(t, ctx, pool+"-0", pool, 2)
+	share := func(name, gib string) *corev1.Pod {
+		p := gpuPod("team-a", prefix+"-"+name, map[string]string{"gpuadmit.io/gpu-memory": gib})
+		p.Annotations = map[string]string{"gpuadmit.io/model": "A100-40GB", "gpuadmit.io/backend": "shared"}
+		return p
+	}
+	held := []*corev1.Pod{share("34a", "34Gi"), share("34b", "34Gi")}
+	waiting := []*corev1.Pod{share("10a", "10Gi"), share("10b", "10Gi")}
+	t.Cleanup(func() { deleteAll(context.Background(), "team-a", append(held, waiting...)...) })
+	waitAdmitted(t, ctx, "the webhook sees the DRA pool", held[0])
+	for _, p := range held {
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, ctx, p, "node "+pool+"-0")
+	}
+	for _, p := range waiting {
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, ctx, p, "unschedulable")
+	}
 }
