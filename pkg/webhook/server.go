@@ -65,6 +65,9 @@ func init() { metrics.Registry.MustRegister(certExpiry) }
 // webhook (then stops accepting reviews and drains those in flight), runs
 // the reconcilers, or both.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) error {
+	if opts.ProbeListener != nil {
+		defer opts.ProbeListener.Close()
+	}
 	opts.defaults()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -114,7 +117,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 			return err
 		}
 	}
-	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: checks, log: log}); err != nil {
+	if err := mgr.Add(&probes{addr: opts.ProbeAddr, ln: opts.ProbeListener, checks: checks, log: log}); err != nil {
 		return err
 	}
 	log.Info("starting gpuadmit", "role", opts.Role, "port", opts.Port, "policies", policyName(opts.Policies))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -92,17 +93,29 @@ var parts = []part{
 }
 
 // startPart runs one part with its own probe address, logging to
-// <container>.log.
+// <container>.log. In this process the part is handed a listener bound to
+// a port the kernel chose, so no other process can take that port between
+// choosing and binding it (other tests' control planes run beside this one).
 func (c *Cluster) startPart(ctx context.Context, p part, opts webhook.Options) (*runningWebhook, error) {
-	probe, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	opts.Role, opts.ProbeAddr = p.role, probe
+	opts.Role = p.role
 	if c.opts.WebhookBinary != "" {
+		probe, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		opts.ProbeAddr = probe
 		return c.startWebhookProcess(p, opts)
 	}
-	return c.startWebhookInProcess(ctx, p, opts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for %s's probes: %w", p.container, err)
+	}
+	opts.ProbeAddr, opts.ProbeListener = ln.Addr().String(), ln
+	w, err := c.startWebhookInProcess(ctx, p, opts)
+	if err != nil {
+		ln.Close()
+	}
+	return w, err
 }
 
 // startWebhookInProcess runs webhook.Run in a goroutine, impersonating the
