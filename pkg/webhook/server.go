@@ -200,7 +200,7 @@ func newManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 // inventory.StripNode and docs/scale.md for what each costs), counted by
 // kind (gpuadmit_cache_objects) until ctx ends.
 func cacheOptions(ctx context.Context, opts Options) cache.Options {
-	return cache.Options{
+	o := cache.Options{
 		NewInformer:      cacheObjects.newInformer(ctx),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		// Free capacity and the claim-template reconciler need only
@@ -230,6 +230,12 @@ func cacheOptions(ctx context.Context, opts Options) cache.Options {
 			},
 		},
 	}
+	if !opts.Role.reconciles() {
+		// Only the claims of pods with DRA alternatives (free capacity);
+		// the usage report, where this process runs it, reads them all.
+		o.ByObject[&resourceapi.ResourceClaim{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{claim.LabelAlternatives: "true"})}
+	}
+	return o
 }
 
 // webhookServer is the TLS server of a role that serves; nil (a default the
@@ -347,11 +353,20 @@ func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.K
 }
 
 // addCapacity sums gpuadmit's pods by node (or pool, before they have one)
-// as the Pod informer sees them, so that pool choice sees free capacity,
-// not allocatable only.
+// as the Pod informer sees them, and where the cluster serves DRA the
+// devices allocated to pods with alternatives by node, so that pool choice
+// sees free capacity, not allocatable only.
 func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*capacity, error) {
 	capa := newCapacity(nil, log.WithName("capacity"))
-	return capa, follow(ctx, mgr, &corev1.Pod{}, capa.Handler())
+	if err := follow(ctx, mgr, &corev1.Pod{}, capa.Handler()); err != nil {
+		return nil, err
+	}
+	dra, err := servesDRA(mgr)
+	if err != nil || !dra {
+		return capa, err
+	}
+	capa.claims = newAltClaims()
+	return capa, follow(ctx, mgr, &resourceapi.ResourceClaim{}, capa.claims.Handler())
 }
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {
