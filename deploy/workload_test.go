@@ -79,6 +79,7 @@ func checkRBAC(t *testing.T, objs objects) {
 			"batch/jobs:get",
 			"events.k8s.io/events:create", "events.k8s.io/events:patch",
 			"resource.k8s.io/deviceclasses:get", "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
+			"resource.k8s.io/resourceclaims:get", "resource.k8s.io/resourceclaims:list", "resource.k8s.io/resourceclaims:watch",
 			"resource.k8s.io/resourceslices:get", "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
 			"scheduling.k8s.io/priorityclasses:get", "scheduling.k8s.io/priorityclasses:list", "scheduling.k8s.io/priorityclasses:watch",
 		},

@@ -109,8 +109,10 @@ func AlternativesTemplateName(alts []Alternative) string {
 }
 
 // AlternativesTemplate is the ResourceClaimTemplate of alts in namespace.
+// Its claims carry LabelAlternatives; the name hashes the claim spec only.
 func AlternativesTemplate(namespace string, alts []Alternative) *resourceapi.ResourceClaimTemplate {
 	t := &resourceapi.ResourceClaimTemplate{Spec: resourceapi.ResourceClaimTemplateSpec{Spec: AlternativesSpec(alts)}}
+	t.Spec.ObjectMeta.Labels = map[string]string{LabelAlternatives: "true"}
 	t.Name, t.Namespace = AlternativesTemplateName(alts), namespace
 	t.Labels = map[string]string{ManagedBy: managedValue}
 	return t

@@ -26,6 +26,12 @@ const (
 	// the reconciler watches and lists only those of the pods gpuadmit
 	// placed (the webhook's cache holds all of them, for free capacity).
 	LabelShare = "gpuadmit.io/dra-share"
+	// LabelAlternatives marks the claims made from an alternatives
+	// template (the template's claim metadata carries it, and the API
+	// server's claim controller copies it onto each claim), so the
+	// webhook watches those claims only: it counts the devices they were
+	// allocated as held on the pool of their node.
+	LabelAlternatives = "gpuadmit.io/dra-alternatives"
 
 	templatePrefix = "gpuadmit-share-"
 	// PodClaimPrefix starts the names of the pod resource claims gpuadmit

@@ -67,6 +67,7 @@ func Input(nodes []corev1.Node, objs Objects, cfg usage.Config) usage.Input {
 	if len(objs.Slices) > 0 || len(objs.Claims) > 0 {
 		in.GPUs = usage.DRAGPUs(objs.Slices, objs.Claims)
 		in.ClaimDevices = usage.ClaimDevices(objs.Claims)
+		in.PodClaims = usage.PodClaims(objs.Slices, objs.Claims)
 	}
 	return in
 }

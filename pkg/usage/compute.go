@@ -117,8 +117,12 @@ func (s *state) count(p *corev1.Pod) {
 	req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true})
 	if p.Spec.NodeName != "" {
 		if ns, ok := s.byNode[p.Spec.NodeName]; ok {
-			ns.bind(p, req, s.in.ClaimDevices)
+			ns.bind(p, req, &s.in)
 		}
+		return
+	}
+	if ns, ok := s.byNode[s.in.PodClaims[p.Namespace+"/"+p.Name].Node]; ok {
+		ns.bind(p, req, &s.in) // allocated there, not bound yet
 		return
 	}
 	name := mutate.PoolOf(p)
@@ -129,7 +133,7 @@ func (s *state) count(p *corev1.Pod) {
 	if pool == nil {
 		name = NoPool
 	}
-	d := demandOf(p, req, pool, s.in.ClaimDevices)
+	d := demandOf(p, req, podMiB(req, pool), s.in.ClaimDevices)
 	pp := s.pendingOf(name)
 	w := Waiter{Namespace: p.Namespace, Reason: ReasonOf(p)}
 	got := pp.waiting[w]
@@ -161,10 +165,16 @@ func (s *state) occupy(p *corev1.Pod) {
 	ns.memMiB -= req.Memory().Value() >> 20
 }
 
-// bind counts a pod bound to the node; claims are Input.ClaimDevices.
-func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList, claims map[string]int64) {
+// bind counts a pod bound to the node, or whose claims are allocated
+// there. It holds the GPU memory of its allocated claims where in knows
+// them (in.PodClaims: a pod with DRA alternatives holds what it got, not
+// the largest alternative it is charged), else what its accounting says.
+func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList, in *Input) {
 	pool := ns.pool.pool
 	mib := podMiB(req, pool)
+	if pc, ok := in.PodClaims[p.Namespace+"/"+p.Name]; ok && pc.Node == ns.node.Name && pc.MiB > 0 {
+		mib = pc.MiB
+	}
 	ns.heldMiB += mib
 	for r, q := range req {
 		if inventory.IsGPUResource(string(r)) {
@@ -174,7 +184,7 @@ func (ns *nodeState) bind(p *corev1.Pod, req corev1.ResourceList, claims map[str
 	ns.milliCPU -= req.Cpu().MilliValue()
 	ns.memMiB -= req.Memory().Value() >> 20
 	ns.pool.allocated[Holder{Namespace: p.Namespace, Form: formOf(req, pool)}] += mib
-	ns.pool.kinds[demandOf(p, req, pool, claims)]++
+	ns.pool.kinds[demandOf(p, req, mib, in.ClaimDevices)]++
 }
 
 // podMiB is the real GPU memory a pod holds: its accounting request, which

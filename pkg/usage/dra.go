@@ -16,26 +16,16 @@ import (
 // GPU; Report.GPUs sums a GPU's devices. Only the newest generation of
 // each slice pool counts, as for the inventory.
 func DRAGPUs(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceClaim) map[string][]GPU {
-	type key struct{ pool, device string }
 	type at struct {
 		node string
 		i    int
 	}
-	newest := map[string]int64{}
-	for _, s := range slices {
-		if ours(s) {
-			newest[s.Spec.Pool.Name] = max(newest[s.Spec.Pool.Name], s.Spec.Pool.Generation)
-		}
-	}
 	out := map[string][]GPU{}
-	where := map[key]at{}
-	for _, s := range slices {
-		if !ours(s) || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
-			continue
-		}
+	where := map[deviceKey]at{}
+	for _, s := range current(slices) {
 		node := *s.Spec.NodeName
 		for _, d := range s.Spec.Devices {
-			where[key{s.Spec.Pool.Name, d.Name}] = at{node, len(out[node])}
+			where[deviceKey{s.Spec.Pool.Name, d.Name}] = at{node, len(out[node])}
 			out[node] = append(out[node], GPU{UUID: uuidOf(d), CapacityMiB: memoryMiB(d)})
 		}
 	}
@@ -44,7 +34,7 @@ func DRAGPUs(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceCl
 			continue
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
-			a, ok := where[key{r.Pool, r.Device}]
+			a, ok := where[deviceKey{r.Pool, r.Device}]
 			if r.Driver != allocator.DRADriver || !ok {
 				continue
 			}
@@ -60,6 +50,88 @@ func DRAGPUs(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceCl
 		sort.SliceStable(gs, func(i, j int) bool { return gs[i].UUID < gs[j].UUID })
 	}
 	return out
+}
+
+// deviceKey names a device of gpuadmit's driver as an allocation result does.
+type deviceKey struct{ pool, device string }
+
+// current are the slices of gpuadmit's driver of the newest generation of
+// each pool: older slices are being replaced.
+func current(slices []resourceapi.ResourceSlice) []resourceapi.ResourceSlice {
+	newest := map[string]int64{}
+	for _, s := range slices {
+		if ours(s) {
+			newest[s.Spec.Pool.Name] = max(newest[s.Spec.Pool.Name], s.Spec.Pool.Generation)
+		}
+	}
+	var out []resourceapi.ResourceSlice
+	for _, s := range slices {
+		if ours(s) && s.Spec.Pool.Generation == newest[s.Spec.Pool.Name] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// PodClaims are, by the pod that owns allocated ResourceClaims
+// ("namespace/name", the claims' controlling owner), where the scheduler
+// allocated them and what they hold: the node of the slice that publishes
+// each allocated device (its driver, pool and device), as DRAGPUs places
+// it, and the GPU memory of the devices (a share's consumed memory, a MIG
+// device's or GPU's own). The scheduler allocates a pod's claims before
+// it binds the pod, and a pod with DRA alternatives names no pool in its
+// record and is charged its largest alternative, so this is what says
+// which pool holds its devices, and how much.
+func PodClaims(slices []resourceapi.ResourceSlice, claims []resourceapi.ResourceClaim) map[string]PodClaim {
+	type dev struct {
+		node string
+		mib  int64
+	}
+	devs := map[deviceKey]dev{}
+	for _, s := range current(slices) {
+		for _, d := range s.Spec.Devices {
+			devs[deviceKey{s.Spec.Pool.Name, d.Name}] = dev{*s.Spec.NodeName, memoryMiB(d)}
+		}
+	}
+	out := map[string]PodClaim{}
+	for _, c := range claims {
+		owner := podOwner(c)
+		if c.Status.Allocation == nil || owner == "" {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			d, ok := devs[deviceKey{r.Pool, r.Device}]
+			if !ok || r.Driver != allocator.DRADriver {
+				continue
+			}
+			pc := out[c.Namespace+"/"+owner]
+			pc.Node = d.node
+			if q, ok := r.ConsumedCapacity[allocator.DRACapacityMemory]; ok {
+				pc.MiB += q.Value() >> 20
+			} else {
+				pc.MiB += d.mib
+			}
+			out[c.Namespace+"/"+owner] = pc
+		}
+	}
+	return out
+}
+
+// PodClaim is where a pod's allocated claims are, and the GPU memory they hold.
+type PodClaim struct {
+	Node string
+	MiB  int64
+}
+
+// podOwner is the name of the pod that controls the claim (a claim made
+// from a pod's template), or "".
+func podOwner(c resourceapi.ResourceClaim) string {
+	for _, o := range c.OwnerReferences {
+		if o.Kind == "Pod" && o.APIVersion == "v1" && o.Controller != nil && *o.Controller {
+			return o.Name
+		}
+	}
+	return ""
 }
 
 func ours(s resourceapi.ResourceSlice) bool {

@@ -4,11 +4,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
+	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
@@ -97,5 +101,60 @@ func TestClaimDevices(t *testing.T) {
 	want := map[string]int64{"a/two-allocated": 2, "a/two-asked": 2, "a/default-count": 1, "a/all": 1, "a/first-available": 4, "a/two-requests": 4}
 	if diff := cmp.Diff(want, usage.ClaimDevices(claims)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// A pod with DRA alternatives names no pool in its record and is charged
+// its largest alternative (a whole A100 80GB here). Once the scheduler has
+// allocated its claim (a 9 GiB share of a T4), and before it binds the
+// pod, it holds that share on the node that publishes it: it counts there,
+// on that node's pool, at the 9 GiB it holds, and waits on no pool.
+// Before, it counted as waiting on none (and as demand on every DRA pool),
+// at 80 GiB.
+func TestAllocatedAlternativesPodCountsOnItsNodesPool(t *testing.T) {
+	nodes := []corev1.Node{t4Node("n1", 2, "32")}
+	p := pod("a", "alt", "", 81920, 0, "1")
+	p.Annotations[mutate.AnnotationDecision] = "main: shared0 share 9216 MiB of T4 (pool " + pool + "), whole1 1 GPU of A100-80GB (pool a100-80gb-whole); charged 81920 MiB; alternatives on pools " + pool + ", a100-80gb-whole; revision r1"
+	if got := mutate.PoolOf(p); got != "" {
+		t.Fatalf("the record names pool %q; a pod with alternatives names none", got)
+	}
+	c := allocated(result("n1", "gpu-0", 9216))
+	c.Namespace, c.Name = "a", "alt-main-x7k2p"
+	c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "alt", Controller: ptr.To(true)}}
+	slices := []resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", "GPU-a", "", t4MiB), device("gpu-1", "GPU-b", "", t4MiB))}
+	claims := []resourceapi.ResourceClaim{c}
+	if diff := cmp.Diff(map[string]usage.PodClaim{"a/alt": {Node: "n1", MiB: 9216}}, usage.PodClaims(slices, claims)); diff != "" {
+		t.Fatalf("PodClaims (-want +got):\n%s", diff)
+	}
+	r := usage.Compute(usage.Input{Inventory: inventory.Build(nodes, allocator.Default()), Nodes: nodes, Pods: []*corev1.Pod{p},
+		GPUs: usage.DRAGPUs(slices, claims), ClaimDevices: usage.ClaimDevices(claims), PodClaims: usage.PodClaims(slices, claims)})
+	got := poolOf(t, r, pool)
+	if diff := cmp.Diff(map[usage.Holder]int64{{Namespace: "a", Form: usage.FormShare}: 9216}, got.Allocated); diff != "" {
+		t.Errorf("allocated on %s (-want +got):\n%s", pool, diff)
+	}
+	if len(got.Pending) != 0 {
+		t.Errorf("pending on %s: %v, want none", pool, got.Pending)
+	}
+	for _, other := range r.Pools {
+		if other.Name == usage.NoPool {
+			t.Errorf("pending on no pool: %v, want none: the pod's claim is allocated on n1", other.Pending)
+		}
+	}
+}
+
+// A claim made by hand (no pod controls it), or not allocated yet, places
+// no pod; a pod's claims on two GPUs (whole, and a share) sum.
+func TestPodClaims(t *testing.T) {
+	slices := []resourceapi.ResourceSlice{slice("n1", 1, device("gpu-0", "GPU-a", "", t4MiB), device("gpu-1", "GPU-b", "", t4MiB))}
+	byHand := allocated(result("n1", "gpu-0", 1024))
+	byHand.Namespace, byHand.Name = "a", "mine"
+	waiting := asking("a", "w-main-abc", exactly("", 1))
+	waiting.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "w", Controller: ptr.To(true)}}
+	two := allocated(result("n1", "gpu-0", 0), result("n1", "gpu-1", 2048))
+	two.Namespace, two.Name = "a", "two-main-abc"
+	two.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "two", Controller: ptr.To(true)}}
+	got := usage.PodClaims(slices, []resourceapi.ResourceClaim{byHand, waiting, two})
+	if diff := cmp.Diff(map[string]usage.PodClaim{"a/two": {Node: "n1", MiB: t4MiB + 2048}}, got); diff != "" {
+		t.Errorf("PodClaims (-want +got):\n%s", diff)
 	}
 }

@@ -45,6 +45,14 @@ type Input struct {
 	// that holds GPU only through claims takes their devices; through a
 	// claim not listed here, one.
 	ClaimDevices map[string]int64
+	// PodClaims are, by pod ("namespace/name"), where its claims were
+	// allocated and the GPU memory they hold (PodClaims of the cluster's
+	// slices and claims). A pod on no node yet whose claims are allocated
+	// holds its devices there: it counts as held on that node's pool, not
+	// as waiting (a pod with DRA alternatives would wait on no pool). A
+	// pod's claims hold what they were allocated, which for a pod with
+	// alternatives is less than the largest alternative it is charged.
+	PodClaims map[string]PodClaim
 	// Config is the policy set's data.gpuadmit.usage.
 	Config Config
 }

@@ -17,18 +17,18 @@ type demand struct {
 	milliCPU, memMiB int64
 }
 
-// demandOf is what a pod asks: its GPU memory (accounting MiB, or its GPU
-// resources at the pool's sizes) split evenly over the GPU devices its
+// demandOf is what a pod asks: its GPU memory, mib (podMiB, or what its
+// allocated claims hold), split evenly over the GPU devices its
 // containers take. A container takes its nvidia.com/gpu and MIG and
 // replica counts, one device for a memory share, and for resource claims
 // the devices the claims take (claims: ClaimDevices).
-func demandOf(p *corev1.Pod, req corev1.ResourceList, pool *inventory.Pool, claims map[string]int64) demand {
+func demandOf(p *corev1.Pod, req corev1.ResourceList, mib int64, claims map[string]int64) demand {
 	d := demand{milliCPU: req.Cpu().MilliValue(), memMiB: req.Memory().Value() >> 20}
 	for _, c := range p.Spec.Containers {
 		d.gpus += devices(p, c, claims)
 	}
 	d.gpus = max(d.gpus, 1)
-	d.mib = ceilDiv(podMiB(req, pool), d.gpus)
+	d.mib = ceilDiv(mib, d.gpus)
 	return d
 }
 

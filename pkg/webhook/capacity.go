@@ -42,6 +42,9 @@ func placement(p *corev1.Pod) string {
 type capacity struct {
 	tally  *tally
 	ledger *ledger
+	// claims are the allocated claims of pods with DRA alternatives; nil
+	// where the cluster serves no DRA.
+	claims *altClaims
 	log    logr.Logger
 }
 
@@ -56,11 +59,15 @@ func newCapacity(clk clock.PassiveClock, log logr.Logger) *capacity {
 	return &capacity{tally: newTally(), ledger: newLedger(clk, ledgerTTL), log: log}
 }
 
-// Held is what the pool's pods hold, node by node and pending.
+// Held is what the pool's pods hold, node by node and pending; on a DRA
+// pool, with what pods with DRA alternatives were allocated on its nodes.
 func (c *capacity) Held(_ context.Context, pool *inventory.Pool) inventory.Held {
 	h := inventory.Held{ByNode: c.tally.onNodes(pool.Nodes), Pending: c.ledger.pending(pool.Name)}
 	for r, q := range c.tally.get(pendingPrefix + pool.Name) {
 		h.Pending[r] += q
+	}
+	if c.claims != nil && pool.DRA {
+		c.claims.addTo(h.ByNode, pool)
 	}
 	return h
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"net"
 	"time"
 
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
@@ -31,6 +32,13 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr serves /healthz and /readyz; empty means ":8081".
 	ProbeAddr string
+	// ProbeListener, when set, serves /healthz and /readyz instead of
+	// ProbeAddr, and Run closes it when it returns: a caller that must know the port before
+	// the replica starts (several replicas in one process, tests beside
+	// others) binds port 0 itself and hands the listener over, where
+	// choosing a free port and binding it later could lose it to another
+	// process meanwhile. Nil listens on ProbeAddr.
+	ProbeListener net.Listener
 	// PprofAddr serves Go's /debug/pprof; empty or "0" serves none.
 	PprofAddr string
 	// PodName and PodNamespace name this replica, for Events about policy loads; empty records none.

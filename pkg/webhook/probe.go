@@ -28,6 +28,7 @@ type check struct {
 // into an outage of every GPU pod create (failurePolicy Fail).
 type probes struct {
 	addr     string
+	ln       net.Listener // bound by the caller; nil listens on addr
 	checks   []check
 	stopping atomic.Bool
 	log      logr.Logger
@@ -40,10 +41,14 @@ func (p *probes) Start(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", p.ready)
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		return fmt.Errorf("listen for probes on %s: %w", p.addr, err)
+	ln := p.ln
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", p.addr); err != nil {
+			return fmt.Errorf("listen for probes on %s: %w", p.addr, err)
+		}
 	}
+	p.log.Info("serving probes", "address", ln.Addr().String())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

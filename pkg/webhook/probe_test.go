@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"context"
+	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -94,6 +96,44 @@ func TestReadinessWhileStopping(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || !strings.HasPrefix(rec.Body.String(), "[-]shutdown: ") ||
 		!strings.Contains(rec.Body.String(), "[+]policy: revision ") {
 		t.Errorf("/readyz while stopping answered %d %q; want 503 with the shutdown line, then the policy's", rec.Code, rec.Body.String())
+	}
+}
+
+// TestProbesServeTheListenerHandedToThem: a caller that binds port 0 and
+// hands the listener over gets the probes on exactly that port, with
+// nothing closed and bound again in between, so no other process can take
+// the port meanwhile. The address beside it is one that cannot be bound
+// (already taken), so serving there would fail.
+func TestProbesServeTheListenerHandedToThem(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	p := &probes{addr: taken.Addr().String(), ln: ln}
+	go func() { done <- p.Start(ctx) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	if err != nil {
+		cancel()
+		t.Fatalf("GET /healthz on the listener handed over: %v (Start: %v)", err, <-done)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		t.Errorf("/healthz answered %d %q, want 200 ok", resp.StatusCode, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Start: %v", err)
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Errorf("%s still accepts connections after the probes stopped", ln.Addr())
 	}
 }
 

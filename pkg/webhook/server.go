@@ -65,6 +65,9 @@ func init() { metrics.Registry.MustRegister(certExpiry) }
 // webhook (then stops accepting reviews and drains those in flight), runs
 // the reconcilers, or both.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) error {
+	if opts.ProbeListener != nil {
+		defer opts.ProbeListener.Close()
+	}
 	opts.defaults()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -114,7 +117,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 			return err
 		}
 	}
-	if err := mgr.Add(&probes{addr: opts.ProbeAddr, checks: checks, log: log}); err != nil {
+	if err := mgr.Add(&probes{addr: opts.ProbeAddr, ln: opts.ProbeListener, checks: checks, log: log}); err != nil {
 		return err
 	}
 	log.Info("starting gpuadmit", "role", opts.Role, "port", opts.Port, "policies", policyName(opts.Policies))
@@ -197,7 +200,7 @@ func newManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 // inventory.StripNode and docs/scale.md for what each costs), counted by
 // kind (gpuadmit_cache_objects) until ctx ends.
 func cacheOptions(ctx context.Context, opts Options) cache.Options {
-	return cache.Options{
+	o := cache.Options{
 		NewInformer:      cacheObjects.newInformer(ctx),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		// Free capacity and the claim-template reconciler need only
@@ -227,6 +230,12 @@ func cacheOptions(ctx context.Context, opts Options) cache.Options {
 			},
 		},
 	}
+	if !opts.Role.reconciles() {
+		// Only the claims of pods with DRA alternatives (free capacity);
+		// the usage report, where this process runs it, reads them all.
+		o.ByObject[&resourceapi.ResourceClaim{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{claim.LabelAlternatives: "true"})}
+	}
+	return o
 }
 
 // webhookServer is the TLS server of a role that serves; nil (a default the
@@ -344,11 +353,20 @@ func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.K
 }
 
 // addCapacity sums gpuadmit's pods by node (or pool, before they have one)
-// as the Pod informer sees them, so that pool choice sees free capacity,
-// not allocatable only.
+// as the Pod informer sees them, and where the cluster serves DRA the
+// devices allocated to pods with alternatives by node, so that pool choice
+// sees free capacity, not allocatable only.
 func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*capacity, error) {
 	capa := newCapacity(nil, log.WithName("capacity"))
-	return capa, follow(ctx, mgr, &corev1.Pod{}, capa.Handler())
+	if err := follow(ctx, mgr, &corev1.Pod{}, capa.Handler()); err != nil {
+		return nil, err
+	}
+	dra, err := servesDRA(mgr)
+	if err != nil || !dra {
+		return capa, err
+	}
+	capa.claims = newAltClaims()
+	return capa, follow(ctx, mgr, &resourceapi.ResourceClaim{}, capa.claims.Handler())
 }
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {

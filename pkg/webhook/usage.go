@@ -151,6 +151,7 @@ func (s *usageSource) Input(ctx context.Context) (usage.Input, error) {
 		}
 		in.GPUs = usage.DRAGPUs(slices.Items, claims.Items)
 		in.ClaimDevices = usage.ClaimDevices(claims.Items)
+		in.PodClaims = usage.PodClaims(slices.Items, claims.Items)
 	}
 	if set := s.engine.Active(); set != nil {
 		in.Config, _ = usage.FromData(set.Data) // validated before the set went live

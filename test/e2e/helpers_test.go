@@ -121,6 +121,30 @@ func deleteAll(ctx context.Context, ns string, pods ...*corev1.Pod) {
 	}
 }
 
+// clearPods deletes every pod of the namespaces at once (grace 0) and waits
+// until the API server holds none of them. A namespace's own deletion is
+// graceful and paced by the namespace controller, so its pods would stay on
+// the kwok nodes, holding GPUs, into the tests that run next.
+func clearPods(t *testing.T, ctx context.Context, namespaces ...string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		if err := env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)); err != nil {
+			t.Errorf("delete the pods of %s: %v", ns, err)
+		}
+	}
+	waitFor(t, fmt.Sprintf("the pods of %v are gone", namespaces), 60*time.Second, func() (bool, string) {
+		left := 0
+		for _, ns := range namespaces {
+			var pods corev1.PodList
+			if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				return false, err.Error()
+			}
+			left += len(pods.Items)
+		}
+		return left == 0, fmt.Sprintf("%d left", left)
+	})
+}
+
 func readBack(t *testing.T, ctx context.Context, name string) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{}

@@ -27,7 +27,10 @@ func TestConcurrentCreates(t *testing.T) {
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(ctx, ns)
+	t.Cleanup(func() {
+		clearPods(t, ctx, ns.Name) // before the namespace: later tests need these GPUs free
+		_ = env.Client.Delete(ctx, ns)
+	})
 	before := webhookMetrics(t, ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)

@@ -89,7 +89,11 @@ func isQuotaDenial(err error) bool {
 // containers count as Kubernetes counts them, MIG slices at their real MiB.
 func TestQuotasDeclaredInGit(t *testing.T) {
 	ctx := context.Background()
-	makeNamespaces(t, ctx, "quota-peer", "quota-init", "quota-mig", "quota-race", "quota-mix", "quota-edit")
+	namespaces := []string{"quota-peer", "quota-init", "quota-mig", "quota-race", "quota-mix", "quota-edit"}
+	makeNamespaces(t, ctx, namespaces...)
+	// Its pods hold whole A100s, H100 slices and T4 shares that the tests
+	// after it place pods on.
+	t.Cleanup(func() { clearPods(t, ctx, namespaces...) })
 	useQuotas(t, "quotas", "8Gi")
 	defer swapPolicies(t, "v1")
 
@@ -157,7 +161,7 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 			t.Errorf("%d admitted, %d pods exist; want exactly 37; decisions %v; quota %v, created %s, labels %v, hard %v, used %v",
 				admitted, len(pods.Items), given, q.UID, q.CreationTimestamp, q.Labels, q.Spec.Hard, q.Status.Used)
 		}
-		deleteAll(ctx, "quota-race", podPointers(pods.Items)...) // their T4 shares are needed by later tests
+		clearPods(t, ctx, "quota-race") // their T4 shares are needed by the next subtests
 	})
 	t.Run("a mix of MIG, share and whole-GPU pods", func(t *testing.T) {
 		quotaReady(t, ctx, "quota-mix", 200000)
@@ -240,6 +244,7 @@ func editQuotas(t *testing.T, ctx context.Context) {
 func TestDRAShareQuotaInMiB(t *testing.T) {
 	ctx := context.Background()
 	makeNamespaces(t, ctx, "quota-dra")
+	t.Cleanup(func() { clearPods(t, ctx, "quota-dra") })
 	useQuotas(t, "quotas-dra", "8Gi")
 	defer swapPolicies(t, "v1")
 	quotaReady(t, ctx, "quota-dra", 40*1024)
@@ -263,14 +268,6 @@ func TestDRAShareQuotaInMiB(t *testing.T) {
 	if u := usedMiB(t, ctx, "quota-dra"); u != 40*1024 {
 		t.Errorf("used %d MiB, want 40960", u)
 	}
-}
-
-func podPointers(pods []corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, len(pods))
-	for i := range pods {
-		out[i] = &pods[i]
-	}
-	return out
 }
 
 // TestQuotaLeaderWithoutAPolicyKeepsQuotas: a webhook replica that leads the

@@ -40,6 +40,11 @@ func TestEveryDialectIsScheduledOntoItsPool(t *testing.T) {
 				t.Fatalf("step create: %v", err)
 			}
 			defer deleteAll(ctx, p.Namespace, p)
+			defer func() {
+				if t.Failed() { // name what holds the node, should an earlier test have left pods there
+					t.Logf("pods on %s*: %s", node, podsOn(ctx, node))
+				}
+			}()
 			got := scheduledNode(t, ctx, p)
 			if !strings.HasPrefix(got, node) {
 				t.Errorf("scheduled on %s, want %s*; decision %q", got, node, p.Annotations[mutate.AnnotationDecision])
@@ -47,6 +52,21 @@ func TestEveryDialectIsScheduledOntoItsPool(t *testing.T) {
 			checkPriority(t, ctx, p)
 		})
 	}
+}
+
+// podsOn lists the pods bound to the nodes whose names start with prefix.
+func podsOn(ctx context.Context, prefix string) []string {
+	var pods corev1.PodList
+	if err := env.Client.List(ctx, &pods); err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if strings.HasPrefix(p.Spec.NodeName, prefix) {
+			out = append(out, p.Namespace+"/"+p.Name+" on "+p.Spec.NodeName)
+		}
+	}
+	return out
 }
 
 // checkPriority: the PriorityClass gpuadmit named exists, and the API

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -92,17 +95,24 @@ var parts = []part{
 }
 
 // startPart runs one part with its own probe address, logging to
-// <container>.log.
+// <container>.log. In this process the part is handed a listener bound to
+// a port the kernel chose, so no other process can take that port between
+// choosing and binding it (other tests' control planes run beside this one).
 func (c *Cluster) startPart(ctx context.Context, p part, opts webhook.Options) (*runningWebhook, error) {
-	probe, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	opts.Role, opts.ProbeAddr = p.role, probe
+	opts.Role = p.role
 	if c.opts.WebhookBinary != "" {
-		return c.startWebhookProcess(p, opts)
+		return retryPortTaken(3, func() (*runningWebhook, error) { return c.startWebhookProcess(p, opts) })
 	}
-	return c.startWebhookInProcess(ctx, p, opts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for %s's probes: %w", p.container, err)
+	}
+	opts.ProbeAddr, opts.ProbeListener = ln.Addr().String(), ln
+	w, err := c.startWebhookInProcess(ctx, p, opts)
+	if err != nil {
+		ln.Close()
+	}
+	return w, err
 }
 
 // startWebhookInProcess runs webhook.Run in a goroutine, impersonating the
@@ -146,14 +156,38 @@ func (c *Cluster) startWebhookInProcess(ctx context.Context, p part, opts webhoo
 	}, nil
 }
 
+// errPortTaken is a part's process that exited because a port it was
+// given had been taken meanwhile.
+var errPortTaken = errors.New("a port chosen free was taken before the process bound it")
+
+// retryPortTaken starts a part's process again, at most tries times in
+// all, while it fails with errPortTaken. A child process cannot be handed
+// a listener for its metrics (controller-runtime's metrics server binds
+// its address itself), so its ports are chosen free, released, and bound
+// by the child once it has started: another process on the machine can
+// take one in between, and a new start on new ports is the remedy.
+func retryPortTaken(tries int, start func() (*runningWebhook, error)) (*runningWebhook, error) {
+	for i := 1; ; i++ {
+		w, err := start()
+		if err == nil || i >= tries || !errors.Is(err, errPortTaken) {
+			return w, err
+		}
+	}
+}
+
 // startWebhookProcess runs Options.WebhookBinary (cmd/webhook) with the
 // flags a Deployment would give it, the environment deploy/base's gives it
 // (deploymentEnv), opts' settings, a kubeconfig of the part's
-// ServiceAccount and /metrics on a free loopback port. It logs to
-// <container>.log and is stopped with SIGTERM, as a kubelet stops it.
+// ServiceAccount, and its probes and /metrics on free loopback ports, and
+// waits until it serves both (errPortTaken where it exits because one was
+// taken). It logs to <container>.log and is stopped with SIGTERM, as a
+// kubelet stops it.
 func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWebhook, error) {
 	kubeconfig, err := c.accountKubeconfig(p)
 	if err != nil {
+		return nil, err
+	}
+	if opts.ProbeAddr, err = freeAddr(); err != nil {
 		return nil, err
 	}
 	metrics, err := freeAddr()
@@ -180,8 +214,14 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	if c.opts.WebhookPprof != "" && p.role == webhook.RoleWebhook {
 		args = append(args, "--pprof-bind-address="+c.opts.WebhookPprof)
 	}
-	logf, err := os.OpenFile(filepath.Join(c.LogDir, p.container+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logPath := filepath.Join(c.LogDir, p.container+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
+		return nil, err
+	}
+	before, err := logf.Seek(0, io.SeekEnd)
+	if err != nil {
+		logf.Close()
 		return nil, err
 	}
 	env, err := deploymentEnv(filepath.Join(c.opts.Root, p.manifest), p.container)
@@ -193,7 +233,7 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
 	}
-	return &runningWebhook{
+	w := &runningWebhook{
 		probe: opts.ProbeAddr, metrics: metrics,
 		exited: func() error {
 			select {
@@ -204,7 +244,39 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 			}
 		},
 		stop: proc.stop,
-	}, nil
+	}
+	if err := w.waitListening(time.Minute); err != nil {
+		w.stop()
+		if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > before && strings.Contains(string(b[before:]), "address already in use") {
+			return nil, fmt.Errorf("%w: %w", errPortTaken, err)
+		}
+		return nil, err
+	}
+	return w, nil
+}
+
+// waitListening waits until the process answers on its probe and metrics
+// addresses, ready or not; an error if it exits first.
+func (w *runningWebhook) waitListening(timeout time.Duration) error {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := w.exited(); err != nil {
+			return err
+		}
+		if answers("http://"+w.probe+"/healthz") && answers("http://"+w.metrics+"/metrics") {
+			return w.exited() // bound both; a later bind (the webhook's port) may still have failed
+		}
+	}
+	return fmt.Errorf("nothing answers on %s and %s after %s", w.probe, w.metrics, timeout)
+}
+
+// answers reports whether url answers 200.
+func answers(url string) bool {
+	resp, err := http.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // accountKubeconfig writes, once per cluster, a kubeconfig whose client
