@@ -128,9 +128,9 @@ type Phase struct {
 	// Reviews, ReviewP50Ms, ReviewP99Ms, ReviewMeanMs are the webhook's
 	// own review duration over the phase (its native histogram: quantiles
 	// are bucket bounds within 10%).
-	Reviews                               float64
+	Reviews                                float64
 	ReviewP50Ms, ReviewP99Ms, ReviewMeanMs float64
-	MemoHits, MemoMisses                  float64
+	MemoHits, MemoMisses                   float64
 	// Rebuilds are the inventory rebuilds in the phase by trigger;
 	// RebuildMeanMs their mean duration.
 	Rebuilds      map[string]float64
