@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
+	"github.com/gpuadmit/gpuadmit/bench/agents"
 )
 
 // The webhook's metrics a phase reads.
@@ -44,17 +45,26 @@ func (b *bench) phase(ctx context.Context, nodes int, mix admission.Mix, churn b
 	if err != nil {
 		return p, err
 	}
+	cpu0, err := b.cpu()
+	if err != nil {
+		return p, err
+	}
 	var writes0 int64
 	if ch != nil {
 		writes0 = ch.writes.Load()
 	}
 	prefix := fmt.Sprintf("s%d-%s-%s", nodes, mix, map[bool]string{false: "quiet", true: "churn"}[churn])
 	out := load{namespace: Namespace, prefix: prefix, mix: mix, first: b.pods, pods: b.opts.Pods, clients: b.clients}.run(ctx)
+	cpu1, err := b.cpu()
+	if err != nil {
+		return p, err
+	}
 	after, err := admission.ScrapeMetrics(ctx, b.proc.metrics)
 	if err != nil {
 		return p, err
 	}
 	b.pods += out.created
+	p.WebhookCPUSeconds, p.APIServerCPUSeconds = cpu1[0]-cpu0[0], cpu1[1]-cpu0[1]
 	p.Pods, p.Errors, p.Seconds = out.created, len(out.errors), out.wall.Seconds()
 	if len(out.errors) > 0 {
 		p.FirstError = out.errors[0]
@@ -73,6 +83,19 @@ func (b *bench) phase(ctx context.Context, nodes int, mix admission.Mix, churn b
 	b.progress("%d nodes, %s, churn %v: %d pods (%d errors) at %.0f/s; review p50 %.2f ms p99 %.2f ms; memo %.0f/%.0f hits; rebuilds %v; label writes %d (%.1f/s); load %s",
 		nodes, mix, churn, p.Pods, p.Errors, p.PodsPerSecond, p.ReviewP50Ms, p.ReviewP99Ms, p.MemoHits, p.MemoHits+p.MemoMisses, p.Rebuilds, p.LabelWrites, p.LabelWritesPerSecond, p.Load)
 	return p, nil
+}
+
+// cpu reads the user+system CPU seconds of gpuadmit's webhook and of kube-apiserver.
+func (b *bench) cpu() ([2]float64, error) {
+	var out [2]float64
+	for i, pid := range []int{b.proc.pid, b.apiserver} {
+		v, err := agents.ProcessCPU(pid)
+		if err != nil {
+			return out, err
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // delta reads what the webhook counted between two scrapes.

@@ -141,7 +141,10 @@ type Phase struct {
 	LabelWritesPerSecond float64
 	LabelErrors          int64
 	LabelError           string `json:",omitempty"`
-	Load                 string
+	// WebhookCPUSeconds and APIServerCPUSeconds are the processes' user
+	// and system CPU time over the pods (churn's label writes included).
+	WebhookCPUSeconds, APIServerCPUSeconds float64
+	Load                                   string
 }
 
 // HitRate is the memo's hits over its lookups, 0 without lookups.
@@ -190,16 +193,16 @@ func (r *Report) Markdown(w io.Writer) {
 	for _, s := range r.Steps {
 		fmt.Fprintf(w, "| %d | %d | %.0f | %.1f | %.0f | %.0f |\n", s.Nodes, s.Rebuild.Changes, s.Rebuild.Count, s.Rebuild.MeanMs, s.Rebuild.MaxBucketMs, s.AddSeconds)
 	}
-	fmt.Fprintln(w, "\n| nodes | pods | churn: label writes/s | pods (errors) | pods/s | review p50 ms | review p99 ms | review mean ms | memo hit rate | rebuilds (per min) | load |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "\n| nodes | pods | churn: label writes/s | pods (errors) | pods/s | review p50 ms | review p99 ms | review mean ms | memo hit rate | rebuilds (per min) | gpuadmit CPU ms/s | API server CPU ms/s | load |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, s := range r.Steps {
 		for _, p := range s.Phases {
 			churn := "none"
 			if p.Churn {
 				churn = fmt.Sprintf("%.1f (%d failed)", p.LabelWritesPerSecond, p.LabelErrors)
 			}
-			fmt.Fprintf(w, "| %d | %s | %s | %d (%d) | %.0f | %.2f | %.2f | %.2f | %.4f | %s | %s |\n", s.Nodes, p.Mix, churn, p.Pods, p.Errors, p.PodsPerSecond,
-				p.ReviewP50Ms, p.ReviewP99Ms, p.ReviewMeanMs, p.HitRate(), rebuildString(p), p.Load)
+			fmt.Fprintf(w, "| %d | %s | %s | %d (%d) | %.0f | %.2f | %.2f | %.2f | %.4f | %s | %.0f | %.0f | %s |\n", s.Nodes, p.Mix, churn, p.Pods, p.Errors, p.PodsPerSecond,
+				p.ReviewP50Ms, p.ReviewP99Ms, p.ReviewMeanMs, p.HitRate(), rebuildString(p), 1000*p.WebhookCPUSeconds/p.Seconds, 1000*p.APIServerCPUSeconds/p.Seconds, p.Load)
 		}
 	}
 	for _, s := range r.Steps {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -31,14 +32,16 @@ const etcdQuota = "8589934592"
 
 // bench is a run in progress.
 type bench struct {
-	opts    Options
-	cl      *cluster.Cluster
-	cs      kubernetes.Interface
-	proc    *webhookProc
-	fleet   []gpuNode
-	added   int // nodes of the fleet created so far
-	pods    int // pods created so far, over all phases
-	clients []kubernetes.Interface
+	opts Options
+	cl   *cluster.Cluster
+	cs   kubernetes.Interface
+	proc *webhookProc
+	// apiserver is kube-apiserver's pid, whose CPU time each phase reads.
+	apiserver int
+	fleet     []gpuNode
+	added     int // nodes of the fleet created so far
+	pods      int // pods created so far, over all phases
+	clients   []kubernetes.Interface
 }
 
 // Run starts the control plane and measures every step; the report holds
@@ -127,9 +130,16 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if b.cs, err = kubernetes.NewForConfig(b.cl.Config); err != nil {
 		return err
 	}
-	pid, err := agents.FindProcess("--role=webhook", filepath.Join(logDir, ""))
+	pid, err := agents.FindProcess("--role=webhook", logDir)
 	if err != nil {
 		return fmt.Errorf("find gpuadmit's webhook process: %w", err)
+	}
+	u, err := url.Parse(b.cl.Config.Host)
+	if err != nil {
+		return fmt.Errorf("API server address %q: %w", b.cl.Config.Host, err)
+	}
+	if b.apiserver, err = agents.FindProcess("kube-apiserver", "--secure-port="+u.Port()); err != nil {
+		return err
 	}
 	b.proc = &webhookProc{pid: pid, metrics: b.cl.WebhookMetricsURL(), pprof: pprof}
 	if err := b.setup(ctx); err != nil {

@@ -18,7 +18,8 @@ import (
 // failed; the taint probe's changes each rebuilt the inventory, with a
 // duration; churn alone rebuilt nothing; every pod was created and
 // reviewed by the webhook, the template pods answered from the memo; the
-// webhook's RSS, heap and cache objects were read from its process. It
+// webhook's RSS, heap and cache objects, and its and the API server's CPU,
+// were read from their processes. It
 // needs the control-plane binaries `make test` builds; without them it is
 // skipped, unless GPUADMIT_REQUIRE_E2E asks for a failure.
 func TestSmoke(t *testing.T) {
@@ -57,9 +58,11 @@ func TestSmoke(t *testing.T) {
 	if st.Rebuild.Count < float64(st.Rebuild.Changes) || st.Rebuild.MeanMs <= 0 {
 		t.Errorf("rebuild probe %+v, want a rebuild with a duration per taint change", st.Rebuild)
 	}
-	totalPods := 0
+	totalPods, webhookCPU, apiserverCPU := 0, 0.0, 0.0
 	for _, p := range st.Phases {
 		totalPods += p.Pods
+		webhookCPU += p.WebhookCPUSeconds
+		apiserverCPU += p.APIServerCPUSeconds
 		name := p.Mix + map[bool]string{false: " without churn", true: " with churn"}[p.Churn]
 		if p.Pods != pods || p.Errors != 0 {
 			t.Errorf("%s: %d pods created, %d errors (%s); want %d and none", name, p.Pods, p.Errors, p.FirstError, pods)
@@ -83,6 +86,9 @@ func TestSmoke(t *testing.T) {
 		case !p.Churn && p.LabelWrites != 0:
 			t.Errorf("%s: %d label writes without churn", name, p.LabelWrites)
 		}
+	}
+	if webhookCPU <= 0 || apiserverCPU <= 0 {
+		t.Errorf("CPU over the phases: gpuadmit %v s, kube-apiserver %v s; want each process's own", webhookCPU, apiserverCPU)
 	}
 	for when, m := range map[string]Memory{"after the nodes": st.AfterNodes, "after the pods": st.AfterPods} {
 		if m.RSSMB <= 0 || m.PeakRSSMB < m.RSSMB || m.HeapMB <= 0 || m.Formula.HeapMB <= 0 {
