@@ -32,6 +32,13 @@ type Options struct {
 	// Probes is how many changes of a taint (each a rebuild) time the
 	// inventory rebuild at each step; zero means 6.
 	Probes int
+	// Fill, when positive, creates that many more pods of one template
+	// after the last step, FillChunk at a time, reading the webhook's
+	// memory after each chunk: the memory formula's slope in GPU pods, as
+	// far as the machine holds. Zero creates none.
+	Fill int
+	// FillChunk is the pods between two readings of Fill; zero means 10000.
+	FillChunk int
 	// Root, BinDir: the repository and the control-plane binaries; empty
 	// finds them as gpuadmit-bench admission does.
 	Root, BinDir string
@@ -71,6 +78,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Probes <= 0 {
 		o.Probes = 6
+	}
+	if o.FillChunk <= 0 {
+		o.FillChunk = 10000
 	}
 	if o.Progress == nil {
 		o.Progress = io.Discard

@@ -21,6 +21,16 @@ type Report struct {
 	Machine           Machine
 	Settings          Settings
 	Steps             []Step
+	// Fill are the readings after each chunk of Options.Fill.
+	Fill []FillPoint `json:",omitempty"`
+}
+
+// FillPoint is the webhook's memory after one chunk of fill pods.
+type FillPoint struct {
+	Nodes, Pods, Errors int
+	FirstError          string `json:",omitempty"`
+	PodsPerSecond       float64
+	Memory              Memory
 }
 
 // Settings are the run's options as they took effect.
@@ -181,12 +191,11 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, s := range r.Steps {
 		for _, m := range []Memory{s.AfterNodes, s.AfterPods} {
-			if m.Cache == nil {
-				continue
-			}
-			fmt.Fprintf(w, "| %d (%d) | %.0f | %s | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f | %.2f |\n", s.Nodes, s.DRANodes, m.Cache["Pod"], cacheString(m.Cache),
-				m.RSSMB, m.PeakRSSMB, m.HeapMB, m.Formula.HeapMB, m.Formula.RSSTypicalMB, m.Formula.RSSPeakMB, m.RSSMB/m.Formula.RSSTypicalMB)
+			memoryRow(w, s.Nodes, s.DRANodes, m)
 		}
+	}
+	for _, f := range r.Fill {
+		memoryRow(w, f.Nodes, -1, f.Memory)
 	}
 	fmt.Fprintln(w, "\n| nodes | taint changes | rebuilds | rebuild mean ms | longest ≤ ms | nodes added in s |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
@@ -210,6 +219,18 @@ func (r *Report) Markdown(w io.Writer) {
 			fmt.Fprintf(w, "\n%d nodes stopped: %s\n", s.Nodes, s.Err)
 		}
 	}
+}
+
+func memoryRow(w io.Writer, nodes, draNodes int, m Memory) {
+	if m.Cache == nil {
+		return
+	}
+	dra := "fill"
+	if draNodes >= 0 {
+		dra = fmt.Sprint(draNodes)
+	}
+	fmt.Fprintf(w, "| %d (%s) | %.0f | %s | %.0f | %.0f | %.0f | %.0f / %.0f / %.0f | %.2f |\n", nodes, dra, m.Cache["Pod"], cacheString(m.Cache),
+		m.RSSMB, m.PeakRSSMB, m.HeapMB, m.Formula.HeapMB, m.Formula.RSSTypicalMB, m.Formula.RSSPeakMB, m.RSSMB/m.Formula.RSSTypicalMB)
 }
 
 func cacheString(c map[string]float64) string {

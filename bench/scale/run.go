@@ -92,6 +92,34 @@ func (b *bench) run(ctx context.Context, logDir string, rep *Report) error {
 			return fmt.Errorf("%d nodes: %w", n, err)
 		}
 	}
+	return b.fill(ctx, rep)
+}
+
+// fill creates opts.Fill more pods of one template at the last step's
+// nodes, reading the webhook's memory after every opts.FillChunk of them.
+func (b *bench) fill(ctx context.Context, rep *Report) error {
+	nodes := b.opts.Steps[len(b.opts.Steps)-1]
+	for done := 0; done < b.opts.Fill; {
+		n := min(b.opts.FillChunk, b.opts.Fill-done)
+		out := load{namespace: Namespace, prefix: fmt.Sprintf("fill-%d", done/b.opts.FillChunk), mix: admission.MixTemplate,
+			first: b.pods, pods: n, clients: b.clients}.run(ctx)
+		b.pods += out.created
+		done += n
+		pt := FillPoint{Nodes: nodes, Pods: out.created, Errors: len(out.errors), PodsPerSecond: float64(out.created) / out.wall.Seconds()}
+		if len(out.errors) > 0 {
+			pt.FirstError = out.errors[0]
+		}
+		var err error
+		if pt.Memory, err = b.proc.memory(ctx); err != nil {
+			return fmt.Errorf("fill: %w", err)
+		}
+		rep.Fill = append(rep.Fill, pt)
+		b.progress("fill: %d pods cached, RSS %.0f MB (peak %.0f), heap %.0f MB; %d errors at %.0f pods/s", int(pt.Memory.Cache["Pod"]),
+			pt.Memory.RSSMB, pt.Memory.PeakRSSMB, pt.Memory.HeapMB, pt.Errors, pt.PodsPerSecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 	return nil
 }
 

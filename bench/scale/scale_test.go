@@ -19,7 +19,7 @@ import (
 // duration; churn alone rebuilt nothing; every pod was created and
 // reviewed by the webhook, the template pods answered from the memo; the
 // webhook's RSS, heap and cache objects, and its and the API server's CPU,
-// were read from their processes. It
+// were read from their processes; the fill's pods reached the cache. It
 // needs the control-plane binaries `make test` builds; without them it is
 // skipped, unless GPUADMIT_REQUIRE_E2E asks for a failure.
 func TestSmoke(t *testing.T) {
@@ -40,7 +40,7 @@ func TestSmoke(t *testing.T) {
 	const nodes, pods, clients = 20, 6, 2
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), Options{Steps: []int{nodes}, Pods: pods, Clients: clients, ChurnPeriod: 2 * time.Second,
-		ChurnWarmup: 3 * time.Second, Probes: 2, Root: root, BinDir: bin, Progress: &progress})
+		ChurnWarmup: 3 * time.Second, Probes: 2, Fill: 4, FillChunk: 2, Root: root, BinDir: bin, Progress: &progress})
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +100,9 @@ func TestSmoke(t *testing.T) {
 	}
 	if st.AfterNodes.Cache["Pod"] != 0 || st.AfterPods.Cache["Pod"] != float64(totalPods) {
 		t.Errorf("cached pods %v before and %v after the phases, want 0 and %d", st.AfterNodes.Cache["Pod"], st.AfterPods.Cache["Pod"], totalPods)
+	}
+	if len(rep.Fill) != 2 || rep.Fill[1].Memory.Cache["Pod"] != float64(totalPods+4) || rep.Fill[1].Memory.RSSMB <= 0 {
+		t.Errorf("fill %+v, want two readings, the last with %d pods cached", rep.Fill, totalPods+4)
 	}
 	dir := t.TempDir()
 	if err := rep.WriteFiles(dir); err != nil {

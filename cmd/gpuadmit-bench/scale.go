@@ -50,6 +50,8 @@ func scaleCmd() *cobra.Command {
 	f.DurationVar(&o.ChurnWarmup, "churn-warmup", 10*time.Second, "how long churn runs before a churn phase's first pod")
 	f.IntVar(&o.DRAEvery, "dra-every", 5, "every this many-th node is a DRA node; negative for none")
 	f.IntVar(&o.Probes, "probes", 6, "taint changes per step that time the inventory rebuild")
+	f.IntVar(&o.Fill, "fill", 0, "after the last step, create this many more pods of one template, reading memory every --fill-chunk")
+	f.IntVar(&o.FillChunk, "fill-chunk", 10000, "pods between two memory readings of --fill")
 	f.StringVar(&o.WebhookBinary, "webhook-binary", "", "a built cmd/webhook (default: built from the repository into the log directory)")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
