@@ -59,6 +59,8 @@ type Step struct {
 	// Rebuild is the inventory rebuilds the taint probe caused.
 	Rebuild Rebuild
 	Phases  []Phase
+	// WarmupErrors are the warm-up's dry-run pods that failed.
+	WarmupErrors int
 	// ChurnedNodes is how many nodes carried a rewritten GFD timestamp
 	// after the last churn phase.
 	ChurnedNodes int
