@@ -315,3 +315,41 @@ func Get(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Metrics is one scrape of a process's /metrics, for other benchmarks
+// (gpuadmit-bench scale reads gpuadmit's).
+type Metrics struct{ f families }
+
+// ScrapeMetrics reads the /metrics at url in the protobuf exposition, so
+// native histograms keep their fine buckets.
+func ScrapeMetrics(ctx context.Context, url string) (Metrics, error) {
+	f, err := scrape(ctx, url)
+	return Metrics{f: f}, err
+}
+
+// Histogram sums histogram name over the series whose labels include match.
+func (m Metrics) Histogram(name string, match map[string]string) Histogram {
+	return m.f.histogram(name, match)
+}
+
+// Value sums counter, gauge or untyped family name over the series whose
+// labels include match; 0 when there is none.
+func (m Metrics) Value(name string, match map[string]string) float64 {
+	var sum float64
+	for _, x := range m.f.matching(name, match) {
+		sum += x.GetCounter().GetValue() + x.GetGauge().GetValue() + x.GetUntyped().GetValue()
+	}
+	return sum
+}
+
+// By is family name's value by the value of label, summed over the rest.
+func (m Metrics) By(name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for _, x := range m.f.matching(name, nil) {
+		out[labelValue(x, label)] += x.GetCounter().GetValue() + x.GetGauge().GetValue() + x.GetUntyped().GetValue()
+	}
+	return out
+}
+
+// Has reports whether the scrape holds family name at all.
+func (m Metrics) Has(name string) bool { return m.f[name] != nil }

@@ -151,6 +151,15 @@ func linkWebhook(bin, dir string) (string, error) {
 	return out, nil
 }
 
+// WebhookBinary returns a cmd/webhook for a run logging into dir, named
+// gpuadmit there: given linked, or, when given is empty, root's built.
+func WebhookBinary(ctx context.Context, root, given, dir string) (string, error) {
+	if given != "" {
+		return linkWebhook(given, dir)
+	}
+	return buildWebhook(ctx, root, dir)
+}
+
 // buildWebhook builds root's cmd/webhook into dir, as deployed images hold it.
 func buildWebhook(ctx context.Context, root, dir string) (string, error) {
 	out := filepath.Join(dir, webhookName)

@@ -19,7 +19,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	root := &cobra.Command{Use: "gpuadmit-bench", Short: "Run gpuadmit's benchmarks", SilenceUsage: true}
-	root.AddCommand(packingCmd(), studyCmd(), admissionCmd(), noopCmd(), replayCmd(), agentsCmd())
+	root.AddCommand(packingCmd(), studyCmd(), admissionCmd(), noopCmd(), replayCmd(), agentsCmd(), scaleCmd())
 	if err := root.ExecuteContext(ctx); err != nil {
 		os.Exit(1)
 	}

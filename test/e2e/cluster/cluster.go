@@ -56,6 +56,11 @@ type Options struct {
 	// (authorization-mode Node,RBAC, NodeRestriction; see test/e2e/node);
 	// nil keeps envtest's.
 	APIServerArgs map[string][]string
+	// EtcdArgs are etcd flags (names without dashes) set over envtest's
+	// defaults: a larger --quota-backend-bytes and its own compaction for
+	// a benchmark that stores more than etcd's default 2 GiB quota allows
+	// (gpuadmit-bench scale); nil keeps envtest's.
+	EtcdArgs map[string][]string
 	// Controllers are kube-controller-manager controllers run beside the
 	// default ones (node-lifecycle-controller, say, which lifts a real
 	// node's not-ready taint); nil runs the default ones only.
@@ -127,6 +132,12 @@ func (c *Cluster) startAPIServer() error {
 	}
 	for name, values := range c.opts.APIServerArgs {
 		c.env.ControlPlane.GetAPIServer().Configure().Set(name, values...)
+	}
+	if len(c.opts.EtcdArgs) > 0 {
+		c.env.ControlPlane.Etcd = &envtest.Etcd{}
+		for name, values := range c.opts.EtcdArgs {
+			c.env.ControlPlane.Etcd.Configure().Set(name, values...)
+		}
 	}
 	apiLog, err := os.Create(filepath.Join(c.LogDir, "kube-apiserver.log"))
 	if err != nil {
