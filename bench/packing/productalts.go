@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -36,6 +37,9 @@ var TraceGPUMemoryMiB = map[string]int64{
 	"T4": 15360, "P100": 16384, "V100M16": 16384, "A10": 23028, "V100M32": 32768,
 	"G2": 81920, "G3": 81920,
 }
+
+// derivationTimeout bounds one policy evaluation of ProductDeriver.
+const derivationTimeout = time.Minute
 
 // Alt is one alternative of a pod on the product's path: a form (a share
 // of one GPU, or whole GPUs) on one GPU model. Milli and GPUs are what it
@@ -69,7 +73,10 @@ type podKind struct {
 // NewProductDeriver loads the embedded default policies, as the webhook
 // does, and builds the inventory of one DRA node per GPU model of nodes.
 func NewProductDeriver(ctx context.Context, nodes []Node) (*ProductDeriver, error) {
-	engine := policy.NewEngine(policy.Options{Validate: quota.ValidSet})
+	// The webhook's budget for one evaluation (250 ms) is a latency bound;
+	// a benchmark sharing a loaded machine would be refused decisions it
+	// takes longer than that to make, and decisions do not depend on time.
+	engine := policy.NewEngine(policy.Options{Validate: quota.ValidSet, EvalTimeout: derivationTimeout})
 	if _, err := engine.Load(ctx, policy.Embedded()); err != nil {
 		return nil, fmt.Errorf("load the default policies: %w", err)
 	}
