@@ -7,9 +7,14 @@ import (
 )
 
 // Variants are policies NewPolicy knows besides Policies, which the study
-// does not run: the GPU choice of a DRA cluster, where the scheduler picks
-// only the node and the DRA allocator the device.
-var Variants = []string{"gpuadmit-firstfit", "bestfit-firstfit"}
+// runs only when named: the GPU choice of a DRA cluster, where the
+// scheduler picks only the node and the DRA allocator the device
+// (gpuadmit-firstfit, bestfit-firstfit); the product's path on DRA pools
+// (product, see Product); and the product's path on pools the webhook pins,
+// by each way of picking the pool (pinned, pinned-mostfree,
+// pinned-scarcity, pinned-expected; see Pinned and PinOrder).
+var Variants = []string{"gpuadmit-firstfit", "bestfit-firstfit",
+	"product", "pinned", "pinned-mostfree", "pinned-scarcity", "pinned-expected"}
 
 // firstFitGPUs is the DRA allocator's choice (k8s.io/dynamic-resource-allocation/structured)
 // on devices published in GPU order: a share goes on the first GPU with

@@ -54,6 +54,16 @@ func NewPolicy(name string, workload []Pod, nodes []Node) (Policy, error) {
 		return NewGPUAdmitFirstFit(workload, nodes), nil
 	case "bestfit-firstfit":
 		return BestFitFirstFit{}, nil
+	case "product":
+		return NewProduct(workload, nodes)
+	case "pinned":
+		return NewPinned(workload, nodes, PinPolicyOrder)
+	case "pinned-mostfree":
+		return NewPinned(workload, nodes, PinMostFree)
+	case "pinned-scarcity":
+		return NewPinned(workload, nodes, PinScarcity)
+	case "pinned-expected":
+		return NewPinned(workload, nodes, PinExpected)
 	}
 	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(append(slices.Clone(Policies), Variants...), ", "))
 }

@@ -43,21 +43,46 @@ func DefaultArrived() []float64 {
 	return out
 }
 
+// Admitter is a policy with an admission step before the scheduler, as
+// gpuadmit's webhook decides what a pod may use before any node is scored.
+type Admitter interface {
+	Policy
+	// Admit returns p as admitted to c: its Spec narrowed to the GPU
+	// models it may use. ok is false where p is denied: it takes nothing
+	// and counts as failed.
+	Admit(c *Cluster, p Pod) (admitted Pod, ok bool)
+	// Placed tells the policy where the admitted pod went; nil when it
+	// fit no node (in a cluster it would wait, Pending).
+	Placed(admitted Pod, n *NodeState)
+}
+
 // Simulate places pods one by one, in order, on c with policy; a pod that
-// fits no node fails and is not retried; pods never leave.
+// fits no node fails and is not retried; pods never leave. An Admitter
+// admits each pod first, and the pod as admitted is placed.
 func Simulate(c *Cluster, pods []Pod, policy Policy, o Options) Run {
 	o = o.withDefaults()
 	r := newRand(o.Seed)
 	rankTies(c, r)
 	tally := NewTally(c.CapacityMilli(), o.Arrived)
 	var run Run
+	admitter, admits := policy.(Admitter)
 	for _, p := range pods {
 		start := o.Now()
-		n := choose(c, p, policy, r)
+		q, admitted := p, true
+		if admits {
+			q, admitted = admitter.Admit(c, p)
+		}
+		var n *NodeState
+		if admitted {
+			n = choose(c, q, policy, r)
+		}
 		if n != nil {
-			n.Assign(p, policy.GPUs(n, p, r))
+			n.Assign(q, policy.GPUs(n, q, r))
 		} else {
 			run.Failed++
+		}
+		if admits && admitted {
+			admitter.Placed(q, n)
 		}
 		run.Decisions = append(run.Decisions, o.Now().Sub(start))
 		tally.Add(p, n != nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,7 +22,9 @@ func packingCmd() *cobra.Command {
 		Long: "Pack a trace workload (inflated to 130% of GPU capacity, shuffled by --seed) into the trace's\n" +
 			"GPU cluster, pods arriving one by one and never leaving, and print one JSON object with the\n" +
 			"GPU allocated and unallocated (% of capacity) every 5% of arrived workload from 50% to 130%\n" +
-			"and the decision time per pod. Policies: " + strings.Join(packing.Policies, ", ") + " (gpuadmit's own).\n" +
+			"and the decision time per pod. Policies: " + strings.Join(packing.Policies, ", ") + " (gpuadmit's own);\n" +
+			"variants: " + strings.Join(packing.Variants, ", ") + " (product: the product's path on DRA pools,\n" +
+			"the default policies' alternatives then gpuadmit-scheduler's score; pinned*: the webhook pins one model).\n" +
 			"The trace files are checked against --checksums first (docs/trace.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -43,7 +46,7 @@ func packingCmd() *cobra.Command {
 	f.StringVar(&checksums, "checksums", "", checksumsUsage)
 	f.StringVar(&s.Cluster, "cluster", packing.NodeFile, "node list in the trace directory")
 	f.StringVar(&s.Workload, "workload", s.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
-	f.StringVar(&s.Policy, "policy", s.Policy, strings.Join(packing.Policies, ", "))
+	f.StringVar(&s.Policy, "policy", s.Policy, strings.Join(append(slices.Clone(packing.Policies), packing.Variants...), ", "))
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the workload resampling and the policy (the study uses 42…51)")
 	f.StringVarP(&output, "output", "o", "json", "json (one object)")
 	return cmd

@@ -46,7 +46,8 @@ func studyCmd() *cobra.Command {
 	fl.StringVar(&f.trace, "trace", f.trace, "openb trace directory (relative to the working directory)")
 	fl.StringVar(&f.checksums, "checksums", "", checksumsUsage)
 	fl.StringVar(&f.workloads, "workloads", f.workloads, "comma-separated pod lists: default, gpushare40, multigpu20, … or file names")
-	fl.StringVar(&f.policies, "policies", f.policies, "comma-separated policies, or all: "+strings.Join(packing.Policies, ", "))
+	fl.StringVar(&f.policies, "policies", f.policies, "comma-separated policies, or all: "+strings.Join(packing.Policies, ", ")+
+		"; variants, run only when named: "+strings.Join(packing.Variants, ", "))
 	fl.StringVar(&f.seeds, "seeds", f.seeds, "seeds: comma-separated numbers and ranges (42-51, 42,45)")
 	fl.IntVar(&f.workers, "workers", f.workers, "runs at a time; more than one makes runs compete for CPU and inflates the decision times")
 	fl.StringVar(&f.out, "out", f.out, "directory for results.json, summary.json, summary.md and the PNGs")
@@ -175,7 +176,8 @@ func parseList(flag, value string) ([]string, error) {
 	return out, nil
 }
 
-// parsePolicies reads --policies: "all" is every policy of packing.Policies.
+// parsePolicies reads --policies: "all" is every policy of packing.Policies;
+// the variants (packing.Variants) run only when named.
 func parsePolicies(value string) ([]string, error) {
 	if strings.TrimSpace(value) == "all" {
 		return slices.Clone(packing.Policies), nil
@@ -184,9 +186,10 @@ func parsePolicies(value string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	known := append(slices.Clone(packing.Policies), packing.Variants...)
 	for _, n := range names {
-		if !slices.Contains(packing.Policies, n) {
-			return nil, fmt.Errorf("--policies %q: unknown policy %q (known: all, %s)", value, n, strings.Join(packing.Policies, ", "))
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("--policies %q: unknown policy %q (known: all, %s)", value, n, strings.Join(known, ", "))
 		}
 	}
 	return names, nil

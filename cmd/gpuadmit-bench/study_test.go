@@ -54,6 +54,13 @@ func TestParsePolicies(t *testing.T) {
 	if diff := cmp.Diff(packing.Policies, all); diff != "" {
 		t.Errorf("all (-want +got)\n%s", diff)
 	}
+	named, err := parsePolicies("product,pinned-scarcity,fgd")
+	if err != nil {
+		t.Fatalf("variants named: %v", err)
+	}
+	if diff := cmp.Diff([]string{"product", "pinned-scarcity", "fgd"}, named); diff != "" {
+		t.Errorf("variants named (-want +got)\n%s", diff)
+	}
 	if _, err := parsePolicies("fgd,tetris"); err == nil || !strings.Contains(err.Error(), `--policies "fgd,tetris": unknown policy "tetris"`) {
 		t.Errorf("err = %v, want an unknown policy named with the flag", err)
 	}
