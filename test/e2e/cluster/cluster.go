@@ -42,6 +42,9 @@ type Options struct {
 	// SealWindow is the webhook's option of that name (--seal-window):
 	// how long a pod's own seal holds; zero means its default (90s).
 	SealWindow time.Duration
+	// NoDRAAlternatives is the webhook's option of that name
+	// (--no-dra-alternatives): every pod placed on one pool.
+	NoDRAAlternatives bool
 	// WebhookBinary is a built cmd/webhook. When set, gpuadmit's webhook runs
 	// as that process, as it is deployed: its own flags, a kubeconfig of its
 	// ServiceAccount, /metrics on a loopback port (WebhookMetricsURL); its
