@@ -33,6 +33,9 @@ type ProductCheck struct {
 	Denied int `json:"denied"`
 	// Templates is the number of distinct claim templates the pods name.
 	Templates int `json:"templates"`
+	// WebhookRetries are pod creates tried again because the webhook
+	// failed (an internal error, not a decision), as a controller retries.
+	WebhookRetries int `json:"webhookRetries"`
 }
 
 // checkProduct checks that every GPU pod of the workload the API server

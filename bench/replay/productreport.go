@@ -24,12 +24,12 @@ func (r *Report) productMarkdown(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nThe product's path: GPU pods as gpuadmit's webhook wrote them (each checked to carry its record):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| run | GPU pods admitted | with DRA alternatives | on one pool | denied by the webhook | claim templates |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| run | GPU pods admitted | with DRA alternatives | on one pool | denied by the webhook | claim templates | creates retried after a webhook error |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
 	for _, c := range ProductConfigurations {
 		if x := byConfig[c]; x != nil {
 			p := x.Product
-			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d |\n", c, p.Admitted, p.Alternatives, p.OnePool, p.Denied, p.Templates)
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d |\n", c, p.Admitted, p.Alternatives, p.OnePool, p.Denied, p.Templates, p.WebhookRetries)
 		}
 	}
 	fmt.Fprintln(w)

@@ -109,6 +109,8 @@ type replay struct {
 	cpus    *cpuSplit // nil: the scheduler shares every CPU
 	// owner is every pod's controller on the product's path (productOwner).
 	owner metav1.OwnerReference
+	// webhookRetries counts the creates tried again after the webhook failed.
+	webhookRetries int
 }
 
 // replayOne starts a control plane with w's nodes, the scheduler s, and

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -31,7 +32,7 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 		if err != nil {
 			return res, fmt.Errorf("the product's path: %w", err)
 		}
-		check.Denied = denied
+		check.Denied, check.WebhookRetries = denied, r.webhookRetries
 		res.Product = &check
 		progress(r.o, "%s: %d GPU pods admitted by the webhook (%d with DRA alternatives, %d on one pool, %d claim templates), %d denied",
 			r.s.config, check.Admitted, check.Alternatives, check.OnePool, check.Templates, check.Denied)
@@ -74,7 +75,7 @@ func (r *replay) create(ctx context.Context) (denied int, err error) {
 			pod = ProductPod(PodName(i, p), r.s.name, p)
 			pod.OwnerReferences = []metav1.OwnerReference{r.owner}
 		}
-		_, err := r.cs.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		err := r.createPod(ctx, pod)
 		switch {
 		case err != nil && r.s.product && isDenial(err):
 			if denied++; denied <= 5 {
@@ -86,6 +87,28 @@ func (r *replay) create(ctx context.Context) (denied int, err error) {
 	}
 	return denied, nil
 }
+
+// createPod creates pod; on the product's path it tries again, up to
+// webhookTries times a second apart, where gpuadmit's webhook failed
+// rather than decided (a policy evaluation over its time budget on a
+// loaded machine), as the controller that owns a pod would.
+func (r *replay) createPod(ctx context.Context, pod *corev1.Pod) error {
+	for try := 1; ; try++ {
+		_, err := r.cs.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil || !r.s.product || !apierrors.IsInternalError(err) || try == webhookTries {
+			return err
+		}
+		r.webhookRetries++
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// webhookTries bounds the tries of one pod create on the product's path.
+const webhookTries = 10
 
 // settle waits until every one of the pods created is bound or marked
 // unschedulable, twice in a row five seconds apart with the same number

@@ -124,6 +124,9 @@ func (c *Cluster) startAPIServer() error {
 		BinaryAssetsDirectory: c.opts.BinDir,
 		CRDDirectoryPaths:     []string{filepath.Join(c.opts.BinDir, "cert-manager-crds")},
 		ErrorIfCRDPathMissing: true,
+		// envtest waits 10s for the CRDs to be served, which a loaded
+		// machine (a benchmark beside a build) overruns.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	if !slices.Contains(c.opts.Skip, "webhook") {
 		c.env.WebhookInstallOptions.Paths = []string{filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml")}
