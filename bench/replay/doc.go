@@ -83,7 +83,9 @@
 //   - webhook-gpuadmit: gpuadmit's webhook with DRA alternatives, and
 //     gpuadmit-scheduler with deploy/scheduler's profile, leader election
 //     on (gpuadmit's controller gives it the pools only while its leader
-//     holds the Lease; only then does the webhook name it in GPU pods).
+//     holds the Lease; only then does the webhook name it in GPU pods),
+//     the Lease 120s renewed within 100s instead of 15s and 10s, so that a
+//     slow API server on a loaded machine does not end its leadership.
 //   - webhook-default: the same webhook, the stock kube-scheduler.
 //   - webhook-onepool: the webhook with --no-dra-alternatives, placing
 //     every pod on one pool as it did before alternatives, and the stock
