@@ -32,6 +32,10 @@ type scheduler struct {
 	gpuadmit bool // the gpuadmit-scheduler binary, else kube-scheduler
 	name     string
 	profile  map[string]any
+	// product runs gpuadmit's webhook and controller, and pods go through
+	// them as a user writes them (ProductPod); onePool runs the webhook
+	// with --no-dra-alternatives.
+	product, onePool bool
 }
 
 // schedulerConfig returns configuration config; root is the repository
@@ -59,13 +63,26 @@ func schedulerConfig(config, root string) (scheduler, error) {
 		p["percentageOfNodesToScore"] = 100
 		return scheduler{config: config, name: corev1.DefaultSchedulerName, profile: p}, nil
 	case GPUAdmit:
-		p, err := shippedProfile(root)
+		p, err := shippedProfile(root, false)
 		if err != nil {
 			return scheduler{}, err
 		}
 		return scheduler{config: config, gpuadmit: true, name: "gpuadmit-scheduler", profile: p}, nil
+	case ProductGPUAdmit:
+		// Leader election stays on, as deployed: gpuadmit's controller
+		// gives gpuadmit-scheduler the pools only while its leader renews
+		// the Lease, and only then does the webhook name it in GPU pods.
+		p, err := shippedProfile(root, true)
+		if err != nil {
+			return scheduler{}, err
+		}
+		patientLease(p)
+		return scheduler{config: config, gpuadmit: true, name: "gpuadmit-scheduler", profile: p, product: true}, nil
+	case ProductStock, ProductOnePool:
+		return scheduler{config: config, name: corev1.DefaultSchedulerName, product: true, onePool: config == ProductOnePool,
+			profile: stockProfile(map[string]any{"schedulerName": corev1.DefaultSchedulerName})}, nil
 	}
-	return scheduler{}, fmt.Errorf("configuration %q: want one of %v", config, Configurations)
+	return scheduler{}, fmt.Errorf("configuration %q: want one of %v", config, AllConfigurations)
 }
 
 // stockProfile is a KubeSchedulerConfiguration of one profile, everything
@@ -96,9 +113,24 @@ func benchConfig(config map[string]any) map[string]any {
 	return config
 }
 
+// patientLease lengthens the Lease of the profile's leader election from
+// the defaults (15s, renewed within 10s): on a loaded benchmark machine an
+// API server slow to answer one renewal made the leader give up, exit,
+// and gpuadmit's controller replace the pods that waited for it. That is
+// gpuadmit-scheduler's correct behaviour, and not what the replay
+// measures; with 120s, renewed within 100s, only its timing changes.
+func patientLease(config map[string]any) {
+	le, _ := config["leaderElection"].(map[string]any)
+	if le == nil {
+		return
+	}
+	le["leaseDuration"], le["renewDeadline"], le["retryPeriod"] = "120s", "100s", "5s"
+}
+
 // shippedProfile is the KubeSchedulerConfiguration in deploy/scheduler's
-// ConfigMap, changed as benchConfig changes every configuration.
-func shippedProfile(root string) (map[string]any, error) {
+// ConfigMap, changed as benchConfig changes every configuration; lead
+// keeps its leader election.
+func shippedProfile(root string, lead bool) (map[string]any, error) {
 	path := filepath.Join(root, "deploy/scheduler/config.yaml")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -112,5 +144,10 @@ func shippedProfile(root string) (map[string]any, error) {
 	if err := yaml.Unmarshal([]byte(cm.Data["config.yaml"]), &config); err != nil {
 		return nil, fmt.Errorf("read %s: config.yaml: %w", path, err)
 	}
-	return benchConfig(config), nil
+	election := config["leaderElection"]
+	config = benchConfig(config)
+	if lead {
+		config["leaderElection"] = election
+	}
+	return config, nil
 }

@@ -9,7 +9,8 @@
 // kube-apiserver v1.37 (test/e2e/cluster), the scheduler under test and
 // nothing else (no controller-manager, no kwok, no gpuadmit webhook: pods
 // are created as the bench writes them and bound pods never run; the
-// scheduler does not care whether a kubelet reports). Every scheduler runs
+// scheduler does not care whether a kubelet reports); the product's path
+// (below) adds gpuadmit and the controller-manager. Every scheduler runs
 // without leader election and with its client's rate limits raised from
 // 50 to 2,000 queries per second (see clientQPS), which changes how fast
 // pods are bound, not where. Configurations:
@@ -71,6 +72,65 @@
 // packing.Simulate: gpuadmit (its own GPU choice), gpuadmit-firstfit (the
 // GPU the DRA allocator picks: what gpuadmit-scheduler can do), FGD,
 // bestfit and bestfit-firstfit.
+//
+// # The product's path
+//
+// The configurations above create the pods as the bench writes them,
+// claims included, and run no gpuadmit webhook. The product-path
+// configurations (ProductConfigurations) replay the same nodes and pods
+// the way a cluster running gpuadmit sees them:
+//
+//   - webhook-gpuadmit: gpuadmit's webhook with DRA alternatives, and
+//     gpuadmit-scheduler with deploy/scheduler's profile, leader election
+//     on (gpuadmit's controller gives it the pools only while its leader
+//     holds the Lease; only then does the webhook name it in GPU pods),
+//     the Lease 120s renewed within 100s instead of 15s and 10s, so that a
+//     slow API server on a loaded machine does not end its leadership.
+//   - webhook-default: the same webhook, the stock kube-scheduler.
+//   - webhook-onepool: the webhook with --no-dra-alternatives, placing
+//     every pod on one pool as it did before alternatives, and the stock
+//     kube-scheduler: today's webhook.
+//
+// Each runs gpuadmit's webhook and controller in this process (the e2e
+// harness's cluster.StartWebhook: deploy/base's RBAC, the embedded default
+// policies, the MutatingWebhookConfiguration at a loopback URL, the claim
+// template reconciler) and kube-controller-manager's default controllers,
+// whose resourceclaim controller makes each pod's claims from gpuadmit's
+// templates. Nodes are ProductNode: the GFD labels and the accounting
+// capacity gpuadmit's DRA agent advertises (gpuadmit.io/gpu-memory-mib
+// quota-only, the model's gpuadmit.io/<model>-mib at 1000 per GPU), with
+// the same ResourceSlices. The trace's models (A10, G2, G3, P100, T4,
+// V100M16, V100M32; G2 and G3 anonymised) are not in gpuadmit's catalog:
+// the inventory makes a DRA pool of each from the product label, with the
+// memory label's 1000 MiB per GPU and the slices' 1 MiB share step, so a
+// fraction f of a GPU is a share of exactly 1000·f MiB. With every GPU of
+// equal memory, the default policy's "smallest GPU first" order ties and
+// falls back to the pools' names (a10, g2, g3, p100, t4, v100m16, v100m32).
+//
+// Pods are ProductPod, as a user writes them: gpuadmit.io/gpu: 460m for a
+// share, gpuadmit.io/gpu: N for whole GPUs, and the trace's gpu_spec as a
+// model hint: gpuadmit.io/model where it names one model (that hint names
+// one only), HAMi's nvidia.com/use-gputype list, which gpuadmit reads as a
+// hint, where it names several. No claim, no accounting resource, no
+// scheduler on GPU pods: the webhook writes them. gpuadmit gives
+// gpuadmit-scheduler only pods a controller creates (they are replaced
+// should it go away), so every pod names one ConfigMap as its controller,
+// which nothing acts on, in all three configurations alike. A pod the
+// webhook denies (a model no sampled node has) is not created and counts
+// as unplaced, as the simulator counts a pod that fits nowhere.
+//
+// Before the first pod, the replay waits until the webhook admits, in a
+// dry run, a whole-GPU pod of each model to the configuration's scheduler
+// and a pod of any model with alternatives over every pool (one pool for
+// webhook-onepool). After settling, checkProduct refuses the run unless
+// every GPU pod carries gpuadmit's decision record and label, no longer
+// asks for gpuadmit.io/gpu, gets its GPU only from gpuadmit's claim
+// templates or nvidia.com/gpu (a one-pool whole GPU, which the scheduler
+// allocates as a claim through gpuadmit's DeviceClass), names the
+// configuration's scheduler, and, with alternatives, at least one pod has
+// a claim of alternatives (none without). Placements are read from the
+// claims the pod's status names. The usage trace is not computed on this
+// path.
 //
 // # Usage trace
 //

@@ -24,7 +24,8 @@ type Options struct {
 	// Nodes keeps a seeded sample of that many of the trace's nodes, the
 	// workload inflated against their capacity; zero means all 1,213.
 	Nodes int
-	// Configs are the configurations to replay; nil means Configurations.
+	// Configs are the configurations to replay (AllConfigurations); nil
+	// means Configurations, those without gpuadmit's webhook.
 	Configs []string
 	// Root is the repository root; empty means the directory holding
 	// go.mod, searched upwards from the working directory.
@@ -61,8 +62,8 @@ func (o *Options) defaults() error {
 		o.Configs = slices.Clone(Configurations)
 	}
 	for _, c := range o.Configs {
-		if !slices.Contains(Configurations, c) {
-			return fmt.Errorf("configuration %q: want one of %v", c, Configurations)
+		if !slices.Contains(AllConfigurations, c) {
+			return fmt.Errorf("configuration %q: want one of %v", c, AllConfigurations)
 		}
 	}
 	if o.Timeout <= 0 {

@@ -20,9 +20,9 @@ type Placement struct {
 
 // Placements reads the placement of every pod of the workload from the
 // pods and claims the API server holds: a pod's node from spec.nodeName,
-// its GPUs from its claim's allocation, checked against what the pod asked
-// (devices of gpu.gpuadmit.io, one per GPU, a share consuming exactly its
-// milli-GPU in MiB).
+// its GPUs from its claims' allocations (podClaims), checked against what
+// the pod asked (devices of gpu.gpuadmit.io, one per GPU, a share
+// consuming exactly its milli-GPU in MiB).
 func Placements(pods []packing.Pod, objs []corev1.Pod, claims []resourceapi.ResourceClaim) ([]Placement, error) {
 	out := make([]Placement, len(pods))
 	byName := make(map[string]*resourceapi.ResourceClaim, len(claims))
@@ -36,7 +36,7 @@ func Placements(pods []packing.Pod, objs []corev1.Pod, claims []resourceapi.Reso
 		}
 		pl := Placement{Node: o.Spec.NodeName}
 		if pods[i].GPUs > 0 {
-			gpus, err := claimGPUs(byName[o.Name], o.Spec.NodeName, pods[i])
+			gpus, err := claimGPUs(podClaims(o, byName), o.Spec.NodeName, pods[i])
 			if err != nil {
 				return nil, fmt.Errorf("pod %s: %w", o.Name, err)
 			}
@@ -47,9 +47,46 @@ func Placements(pods []packing.Pod, objs []corev1.Pod, claims []resourceapi.Reso
 	return out, nil
 }
 
-// claimGPUs is the GPU indexes of a bound pod's claim, which must be
+// podClaims are the claims of pod o: those the resourceclaim controller
+// made from its templates and the scheduler's claim for extended resources
+// a DeviceClass serves (both named in the pod's status), else the claim the
+// bench created under the pod's own name. A claim the status names but
+// byName lacks is nil.
+func podClaims(o corev1.Pod, byName map[string]*resourceapi.ResourceClaim) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, s := range o.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			out = append(out, byName[*s.ResourceClaimName])
+		}
+	}
+	if e := o.Status.ExtendedResourceClaimStatus; e != nil {
+		out = append(out, byName[e.ResourceClaimName])
+	}
+	if len(out) == 0 {
+		out = append(out, byName[o.Name])
+	}
+	return out
+}
+
+// claimGPUs is the GPU indexes of a bound pod's claims, which must be
 // allocated on node as p asks.
-func claimGPUs(c *resourceapi.ResourceClaim, node string, p packing.Pod) ([]int, error) {
+func claimGPUs(cs []*resourceapi.ResourceClaim, node string, p packing.Pod) ([]int, error) {
+	var gpus []int
+	for _, c := range cs {
+		g, err := allocatedGPUs(c, node, p)
+		if err != nil {
+			return nil, err
+		}
+		gpus = append(gpus, g...)
+	}
+	if len(gpus) != p.GPUs {
+		return nil, fmt.Errorf("claims got %d GPUs, asked %d", len(gpus), p.GPUs)
+	}
+	return gpus, nil
+}
+
+// allocatedGPUs is the GPU indexes of one claim of a pod bound to node.
+func allocatedGPUs(c *resourceapi.ResourceClaim, node string, p packing.Pod) ([]int, error) {
 	if c == nil || c.Status.Allocation == nil {
 		return nil, fmt.Errorf("bound to %s without an allocated claim", node)
 	}
@@ -69,9 +106,6 @@ func claimGPUs(c *resourceapi.ResourceClaim, node string, p packing.Pod) ([]int,
 			}
 		}
 		gpus = append(gpus, g)
-	}
-	if len(gpus) != p.GPUs {
-		return nil, fmt.Errorf("claim got %d GPUs, asked %d", len(gpus), p.GPUs)
 	}
 	return gpus, nil
 }

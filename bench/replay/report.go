@@ -50,8 +50,12 @@ type Replayed struct {
 	Timings       []Timing        `json:"timings"`
 	Placements    []Placement     `json:"placements"` // by pod, in arrival order
 	// Usage is gpuadmit's usage figures (stranded, fragmentation,
-	// allocated, pending) over the pods' arrival (UsageTrace).
+	// allocated, pending) over the pods' arrival (UsageTrace); none on the
+	// product's path.
 	Usage []UsagePoint `json:"usage"`
+	// Product is how the webhook wrote the GPU pods, on the product's
+	// path (checkProduct); nil elsewhere.
+	Product *ProductCheck `json:"product,omitempty"`
 }
 
 // At is the point at arrived (a zero Point when the run has none there).
@@ -107,6 +111,7 @@ func (r *Report) Markdown(w io.Writer) {
 			x.At(1).UnallocatedPct, x.At(0.9).UnallocatedPct, x.At(0.8).UnallocatedPct, s.Pods-x.Failed, x.Failed)
 	}
 	r.targets(w)
+	r.productMarkdown(w)
 	r.usageMarkdown(w)
 	for _, x := range r.Replayed {
 		if len(x.Timings) == 0 {
@@ -173,7 +178,7 @@ func mark(ok bool) string {
 }
 
 // WriteFiles writes results.json, usage.csv, usage.png (when the report
-// has a usage trace) and summary.md into dir.
+// has a usage trace), summary.csv and summary.md into dir.
 func (r *Report) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -186,6 +191,9 @@ func (r *Report) WriteFiles(dir string) error {
 		return err
 	}
 	if err := r.writeUsageCSV(filepath.Join(dir, "usage.csv")); err != nil {
+		return err
+	}
+	if err := r.writeSummaryCSV(filepath.Join(dir, "summary.csv")); err != nil {
 		return err
 	}
 	if r.hasUsage() {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -106,6 +107,10 @@ type replay struct {
 	cs      kubernetes.Interface
 	metrics string    // the scheduler's /metrics URL
 	cpus    *cpuSplit // nil: the scheduler shares every CPU
+	// owner is every pod's controller on the product's path (productOwner).
+	owner metav1.OwnerReference
+	// webhookRetries counts the creates tried again after the webhook failed.
+	webhookRetries int
 }
 
 // replayOne starts a control plane with w's nodes, the scheduler s, and
@@ -115,8 +120,7 @@ func replayOne(ctx context.Context, o Options, w Workload, s scheduler, cpus *cp
 		return Replayed{}, err
 	}
 	progress(o, "%s: starting the control plane (logs in %s)", s.config, logDir)
-	cl, err := cluster.Start(ctx, cluster.Options{BinDir: o.BinDir, Root: o.Root, LogDir: logDir,
-		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok", "webhook"}})
+	cl, err := cluster.Start(ctx, clusterOptions(o, s, logDir))
 	if err != nil {
 		return Replayed{}, err
 	}
@@ -131,7 +135,28 @@ func replayOne(ctx context.Context, o Options, w Workload, s scheduler, cpus *cp
 	if err := r.startScheduler(ctx); err != nil {
 		return Replayed{}, fmt.Errorf("step scheduler: %w", err)
 	}
+	if s.product {
+		if err := r.waitWebhook(ctx); err != nil {
+			return Replayed{}, fmt.Errorf("step webhook: %w", err)
+		}
+	}
 	return r.run(ctx)
+}
+
+// clusterOptions start etcd and kube-apiserver; for a product-path
+// configuration also gpuadmit's webhook and controller (in this process,
+// the embedded default policies, its MutatingWebhookConfiguration at a
+// loopback URL) and kube-controller-manager, whose resourceclaim
+// controller makes each pod's claims from the templates gpuadmit's
+// controller creates (its default controllers only: no node lifecycle,
+// so nodes without a kubelet stay as they are).
+func clusterOptions(o Options, s scheduler, logDir string) cluster.Options {
+	co := cluster.Options{BinDir: o.BinDir, Root: o.Root, LogDir: logDir,
+		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok", "webhook"}}
+	if s.product {
+		co.Skip, co.NoDRAAlternatives = []string{"kube-scheduler", "kwok"}, s.onePool
+	}
+	return co
 }
 
 // setup creates gpuadmit's DeviceClasses, the namespace, the nodes with
@@ -145,15 +170,19 @@ func (r *replay) setup(ctx context.Context) error {
 		return err
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "default"}}
-	if _, err := r.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		return err
+	if _, err := r.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err // kube-controller-manager, where it runs, may have made it first
 	}
 	progress(r.o, "%s: adding %d nodes and their ResourceSlices", r.s.config, len(r.w.Nodes))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for _, n := range r.w.Nodes {
 		g.Go(func() error {
-			if err := r.cl.AddNode(gctx, Node(n)); err != nil {
+			node := Node(n)
+			if r.s.product {
+				node = ProductNode(n)
+			}
+			if err := r.cl.AddNode(gctx, node); err != nil {
 				return err
 			}
 			if s := Slice(n); s != nil {
@@ -166,6 +195,9 @@ func (r *replay) setup(ctx context.Context) error {
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	if r.s.product {
+		return r.productOwner(ctx) // the webhook writes the claims
 	}
 	progress(r.o, "%s: creating the claims of %d pods", r.s.config, len(r.w.Pods))
 	g, gctx = errgroup.WithContext(ctx)

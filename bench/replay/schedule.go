@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -16,16 +17,25 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 	res := Replayed{Config: r.s.config, SchedulerName: r.s.name}
 	progress(r.o, "%s: creating %d pods in trace order", r.s.config, len(r.w.Pods))
 	start := time.Now()
-	for i, p := range r.w.Pods {
-		if _, err := r.cs.CoreV1().Pods(Namespace).Create(ctx, Pod(PodName(i, p), r.s.name, p), metav1.CreateOptions{}); err != nil {
-			return res, fmt.Errorf("create pod %d: %w", i, err)
-		}
+	denied, err := r.create(ctx)
+	if err != nil {
+		return res, err
 	}
 	res.CreateSeconds = time.Since(start).Seconds()
 	progress(r.o, "%s: created in %.0fs; waiting for the scheduler", r.s.config, res.CreateSeconds)
-	objs, err := r.settle(ctx, start)
+	objs, err := r.settle(ctx, start, len(r.w.Pods)-denied)
 	if err != nil {
 		return res, err
+	}
+	if r.s.product {
+		check, err := checkProduct(r.w.Pods, objs, r.s.name, !r.s.onePool)
+		if err != nil {
+			return res, fmt.Errorf("the product's path: %w", err)
+		}
+		check.Denied, check.WebhookRetries = denied, r.webhookRetries
+		res.Product = &check
+		progress(r.o, "%s: %d GPU pods admitted by the webhook (%d with DRA alternatives, %d on one pool, %d claim templates), %d denied",
+			r.s.config, check.Admitted, check.Alternatives, check.OnePool, check.Templates, check.Denied)
 	}
 	res.SettleSeconds = time.Since(start).Seconds()
 	if res.Timings, err = r.scrape(ctx); err != nil {
@@ -43,7 +53,11 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 		return res, err
 	}
 	res.Placements = placed
-	if res.Usage, err = r.usageTrace(ctx, objs, claims.Items); err != nil {
+	if r.s.product {
+		// UsageTrace finds a pod's claim by the pod's name, as the bench
+		// names the claims it creates; the webhook's claims are named by
+		// the resourceclaim controller. Not computed on this path.
+	} else if res.Usage, err = r.usageTrace(ctx, objs, claims.Items); err != nil {
 		return res, fmt.Errorf("usage trace: %w", err)
 	}
 	progress(r.o, "%s: %d bound, %d pending in %.0fs; unallocated at 100%% arrived %.2f%%",
@@ -51,9 +65,55 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 	return res, nil
 }
 
-// settle waits until every pod is bound or marked unschedulable, twice in a
-// row five seconds apart with the same number bound, and returns the pods.
-func (r *replay) settle(ctx context.Context, start time.Time) ([]corev1.Pod, error) {
+// create creates the pods one by one in trace order: as the bench writes
+// them, or on the product's path as a user writes them (ProductPod), where
+// a pod the webhook denies is counted and left out.
+func (r *replay) create(ctx context.Context) (denied int, err error) {
+	for i, p := range r.w.Pods {
+		pod := Pod(PodName(i, p), r.s.name, p)
+		if r.s.product {
+			pod = ProductPod(PodName(i, p), r.s.name, p)
+			pod.OwnerReferences = []metav1.OwnerReference{r.owner}
+		}
+		err := r.createPod(ctx, pod)
+		switch {
+		case err != nil && r.s.product && isDenial(err):
+			if denied++; denied <= 5 {
+				progress(r.o, "%s: pod %d denied: %v", r.s.config, i, err)
+			}
+		case err != nil:
+			return denied, fmt.Errorf("create pod %d: %w", i, err)
+		}
+	}
+	return denied, nil
+}
+
+// createPod creates pod; on the product's path it tries again, up to
+// webhookTries times a second apart, where gpuadmit's webhook failed
+// rather than decided (a policy evaluation over its time budget on a
+// loaded machine), as the controller that owns a pod would.
+func (r *replay) createPod(ctx context.Context, pod *corev1.Pod) error {
+	for try := 1; ; try++ {
+		_, err := r.cs.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if err == nil || !r.s.product || !apierrors.IsInternalError(err) || try == webhookTries {
+			return err
+		}
+		r.webhookRetries++
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// webhookTries bounds the tries of one pod create on the product's path.
+const webhookTries = 10
+
+// settle waits until every one of the pods created is bound or marked
+// unschedulable, twice in a row five seconds apart with the same number
+// bound, and returns the pods.
+func (r *replay) settle(ctx context.Context, start time.Time, created int) ([]corev1.Pod, error) {
 	lastBound, lastLog := -1, time.Now()
 	for {
 		pods, err := r.cs.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
@@ -61,19 +121,19 @@ func (r *replay) settle(ctx context.Context, start time.Time) ([]corev1.Pod, err
 			return nil, err
 		}
 		bound, unschedulable := outcomes(pods.Items)
-		if bound+unschedulable == len(r.w.Pods) && bound == lastBound {
+		if bound+unschedulable == created && bound == lastBound {
 			return pods.Items, nil
 		}
-		if bound+unschedulable == len(r.w.Pods) {
+		if bound+unschedulable == created {
 			lastBound = bound
 		} else {
 			lastBound = -1
 		}
 		if time.Since(start) > r.o.Timeout {
-			return nil, fmt.Errorf("%w: %d bound, %d unschedulable of %d after %s", errUnsettled, bound, unschedulable, len(r.w.Pods), r.o.Timeout)
+			return nil, fmt.Errorf("%w: %d bound, %d unschedulable of %d after %s", errUnsettled, bound, unschedulable, created, r.o.Timeout)
 		}
 		if time.Since(lastLog) > 30*time.Second {
-			progress(r.o, "%s: %d bound, %d unschedulable of %d", r.s.config, bound, unschedulable, len(r.w.Pods))
+			progress(r.o, "%s: %d bound, %d unschedulable of %d", r.s.config, bound, unschedulable, created)
 			lastLog = time.Now()
 		}
 		select {

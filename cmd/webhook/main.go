@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
 	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease and of the record of the pools it may own (default: the namespace the replica runs in)")
 	flag.BoolVar(&o.PodEvents, "pod-events", false, "also record a GPUAdmitted Event for every pod gpuadmit admits (denials, warnings and fallbacks always get one); each is one more API write per pod create")
+	flag.BoolVar(&o.NoDRAAlternatives, "no-dra-alternatives", false, "place every pod on one pool, DRA pools included, instead of giving a pod whose candidates span several DRA pools a claim with firstAvailable alternatives; for clusters without the DRAPrioritizedList feature")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	config.RegisterFlags(flag.CommandLine)

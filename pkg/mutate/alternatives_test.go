@@ -166,6 +166,29 @@ func TestOnePoolOnlyIsWrittenAsBefore(t *testing.T) {
 	}
 }
 
+// TestNoAlternativesPlacesOnOnePool: with NoAlternatives (clusters
+// without the prioritized list) the pod that TestAlternativesOnDRAPools
+// gives alternatives is placed on the policy's first candidate that fits,
+// the H100 slice, pinned to its pool, with no claim of alternatives.
+func TestNoAlternativesPlacesOnOnePool(t *testing.T) {
+	m := NewMutator(defaultEngine, StaticInventory{Inv: altInventory()}, MutatorOptions{NoAlternatives: true})
+	got := mustMutate(t, m, pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})).Pod
+	if p := PoolOf(got); p != "h100" {
+		t.Errorf("pool %q, want h100", p)
+	}
+	if a, ok := got.Annotations[claim.AnnotationAlternatives]; ok {
+		t.Errorf("%s = %s, want none", claim.AnnotationAlternatives, a)
+	}
+	if len(got.Spec.NodeSelector) == 0 {
+		t.Errorf("no nodeSelector: the pod is not pinned to its pool")
+	}
+	for _, c := range got.Spec.ResourceClaims {
+		if c.ResourceClaimTemplateName != nil && claim.IsAlternativesName(*c.ResourceClaimTemplateName) {
+			t.Errorf("claim %s from alternatives template %s", c.Name, *c.ResourceClaimTemplateName)
+		}
+	}
+}
+
 // TestAlternativesDropModelsOverQuota: a per-model quota with no room for
 // an alternative drops it, and the charge is the largest of those left.
 func TestAlternativesDropModelsOverQuota(t *testing.T) {

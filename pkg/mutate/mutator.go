@@ -219,7 +219,7 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 		return Result{}, err
 	}
 	d, gated := m.gateSchedulers(pod, d, req.Template)
-	if alt := chooseAlternatives(pod, want, d, inv, req.Quota); alt != nil {
+	if alt := m.alternatives(pod, want, d, inv, req.Quota); alt != nil {
 		alt.left = append(gated, alt.left...)
 		return m.placeAlternatives(ctx, req, want, d, alt)
 	}
@@ -240,6 +240,15 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 		return res, err
 	}
 	return m.finish(ctx, req, res, want, d, ch.assigns[0].cand.SchedulerName, "pool "+ch.pool.Name, func() { m.noteAdmitted(req, res.Pod, ch) })
+}
+
+// alternatives is chooseAlternatives, or nil where the webhook is told to
+// place every pod on one pool (MutatorOptions.NoAlternatives).
+func (m *Mutator) alternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, quota *corev1.ResourceQuota) *altChoice {
+	if m.opts.NoAlternatives {
+		return nil
+	}
+	return chooseAlternatives(pod, want, d, inv, quota)
 }
 
 // placeAlternatives applies the decision to a pod placed by alternatives:

@@ -68,6 +68,17 @@ type MutatorOptions struct {
 	// offline CLI) checks the nodes' allocatable only, as if the cluster
 	// were empty, and the explanation says so.
 	Capacity Capacity
+	// NoAlternatives places every pod on one pool, DRA pools included, as
+	// the webhook did before DRA alternatives: the first candidate, in the
+	// policy's order, that fits and has room (see Capacity), pinned by that
+	// pool's nodeSelector and per-model accounting resource. It is for
+	// clusters whose API server or scheduler lacks the prioritized list of
+	// DRA requests (firstAvailable, feature gate DRAPrioritizedList), where
+	// a claim with alternatives is refused or never allocated. False (the
+	// default) gives a pod whose candidates span several DRA pools of one
+	// scheduler one claim per GPU container with the candidates as
+	// alternatives, and lets the scheduler choose the pool.
+	NoAlternatives bool
 }
 
 // resolvePriority fills spec.priority and spec.preemptionPolicy from the

@@ -63,6 +63,12 @@ type Options struct {
 	// --request-timeout of 60s, plus clock skew between replicas); raise it
 	// with the API server's --request-timeout.
 	SealWindow time.Duration
+	// NoDRAAlternatives places every pod on one pool, DRA pools included
+	// (mutate.MutatorOptions.NoAlternatives): for clusters without the
+	// prioritized list of DRA requests (feature gate DRAPrioritizedList).
+	// False (the default) lets a pod whose candidates span several DRA pools
+	// take them as firstAvailable alternatives, the scheduler choosing.
+	NoDRAAlternatives bool
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
 	// LeaderElection makes the reconcilers run on one replica only (the

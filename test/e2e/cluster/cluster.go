@@ -42,6 +42,9 @@ type Options struct {
 	// SealWindow is the webhook's option of that name (--seal-window):
 	// how long a pod's own seal holds; zero means its default (90s).
 	SealWindow time.Duration
+	// NoDRAAlternatives is the webhook's option of that name
+	// (--no-dra-alternatives): every pod placed on one pool.
+	NoDRAAlternatives bool
 	// WebhookBinary is a built cmd/webhook. When set, gpuadmit's webhook runs
 	// as that process, as it is deployed: its own flags, a kubeconfig of its
 	// ServiceAccount, /metrics on a loopback port (WebhookMetricsURL); its
@@ -126,6 +129,9 @@ func (c *Cluster) startAPIServer() error {
 		BinaryAssetsDirectory: c.opts.BinDir,
 		CRDDirectoryPaths:     []string{filepath.Join(c.opts.BinDir, "cert-manager-crds")},
 		ErrorIfCRDPathMissing: true,
+		// envtest waits 10s for the CRDs to be served, which a loaded
+		// machine (a benchmark beside a build) overruns.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	if !slices.Contains(c.opts.Skip, "webhook") {
 		c.env.WebhookInstallOptions.Paths = []string{filepath.Join(c.opts.Root, "deploy/base/mutatingwebhookconfiguration.yaml")}

@@ -68,7 +68,7 @@ func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
 		Policies: c.opts.Policies, PolicyInterval: time.Second, RecordKeyDir: keyDir,
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		MetricsAddr: "0", ShutdownTimeout: 5 * time.Second,
-		PodEvents: c.opts.PodEvents, SealWindow: c.opts.SealWindow,
+		PodEvents: c.opts.PodEvents, SealWindow: c.opts.SealWindow, NoDRAAlternatives: c.opts.NoDRAAlternatives,
 	}
 	if c.webhook, err = c.startPart(ctx, parts[0], opts); err != nil {
 		return err
@@ -204,6 +204,9 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 		args = append(args, "--record-key-dir="+opts.RecordKeyDir,
 			"--host="+opts.Host, "--port="+strconv.Itoa(opts.Port), "--cert-dir="+opts.CertDir,
 			"--pod-events="+strconv.FormatBool(opts.PodEvents))
+		if opts.NoDRAAlternatives {
+			args = append(args, "--no-dra-alternatives")
+		}
 		if opts.SealWindow > 0 {
 			args = append(args, "--seal-window="+opts.SealWindow.String())
 		}
