@@ -111,7 +111,7 @@ func nodeConstraints(pod *corev1.Pod) string {
 		return ""
 	}
 	b, err := json.Marshal(struct {
-		S map[string]string   `json:"s,omitempty"`
+		S map[string]string    `json:"s,omitempty"`
 		R *corev1.NodeSelector `json:"r,omitempty"`
 	}{pod.Spec.NodeSelector, req})
 	if err != nil { // a map of strings and API types always marshal

@@ -35,7 +35,7 @@ import (
 // ResourceSlices, changed. Not safe for concurrent use: placerCache calls
 // it under its lock.
 type supply struct {
-	changes atomic.Uint64           // Node changes that can change it
+	changes atomic.Uint64          // Node changes that can change it
 	nodes   corelisters.NodeLister // nil without informers: no supply
 
 	at     [2]uint64 // Node and slice changes it was built at
