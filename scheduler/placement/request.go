@@ -43,7 +43,7 @@ type request struct {
 	// models are the GPU models the pod's DRA requests let it take, as an
 	// allocator spec ("A100-40GB|H100-80GB", see allocator.ModelAllowed):
 	// "" where they name none (any model), noModel where they exclude
-	// every one. See claimModels.
+	// every one (see models.go).
 	models string
 }
 
@@ -136,8 +136,9 @@ func quantity(rr corev1.ResourceRequirements, res corev1.ResourceName) int64 {
 // items: every request sized, in order (see request.choices). With asked
 // a prioritized list counts as the first of its alternatives that takes
 // shares or whole GPUs, the one the pod asks for first: which alternative
-// an allocated claim took is not a kind the workload counts. models is the
-// models the requests read accept (claimModels).
+// an allocated claim took is not a kind the workload counts. models is what
+// the requests read accept: each request the models its model selectors
+// name (requestModels), the pod what every request accepts.
 func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) (items []item, choices []choice, models string, err error) {
 	list := false
 	for _, pc := range pod.Spec.ResourceClaims {

@@ -275,13 +275,17 @@ func (w *workload) podHandler(profile string, claims claimGetter) cache.Resource
 		if err != nil {
 			return // counted once its claims are there
 		}
+		if !r.gpu() {
+			w.set(pod.UID, counted{}, nil, false)
+			return
+		}
 		c := counted{kind: kindOf(r), pin: pin{nodes: nodeConstraints(pod), models: r.models}}
 		var match *nodeaffinity.RequiredNodeAffinity
-		if c.pin.nodes != "" && r.gpu() {
+		if c.pin.nodes != "" {
 			m := nodeaffinity.GetRequiredNodeAffinity(pod)
 			match = &m
 		}
-		w.set(pod.UID, c, match, r.gpu())
+		w.set(pod.UID, c, match, true)
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    update,
