@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
@@ -94,5 +95,46 @@ func TestModelsOfClaimsAndPods(t *testing.T) {
 	c := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: map[string]string{"x": "1"}}}
 	if nodeConstraints(a) != nodeConstraints(b) || nodeConstraints(a) == nodeConstraints(c) {
 		t.Errorf("constraints spelled %q, %q, %q: want the first two alike, the third apart", nodeConstraints(a), nodeConstraints(b), nodeConstraints(c))
+	}
+}
+
+// TestSupplyFollowsWhatCanChangeIt: the supply is rebuilt after a Node's
+// labels or gpuadmit's annotations change, or a Node comes or goes, not
+// after a status update (which a kubelet writes every few seconds on every
+// node); a DRA node's GPUs are its gpu devices and the GPUs its MIG
+// instances are on.
+func TestSupplyFollowsWhatCanChangeIt(t *testing.T) {
+	var s supply
+	h := s.nodeHandler()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "1"}}}
+	h.OnAdd(n, false)
+	status := n.DeepCopy()
+	status.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	h.OnUpdate(n, status)
+	if got := s.changes.Load(); got != 1 {
+		t.Errorf("%d changes after an add and a status update, want 1", got)
+	}
+	labelled := status.DeepCopy()
+	labelled.Labels["b"] = "2"
+	h.OnUpdate(status, labelled)
+	annotated := labelled.DeepCopy()
+	annotated.Annotations = map[string]string{allocator.AnnotationGPUs: "[]"}
+	h.OnUpdate(labelled, annotated)
+	h.OnDelete(annotated)
+	if got := s.changes.Load(); got != 4 {
+		t.Errorf("%d changes after a label, an annotation and a delete more, want 4", got)
+	}
+
+	str := func(v string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: &v} }
+	dev := func(name, typ, parent string) resourceapi.Device {
+		return resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			allocator.DRAAttrType: str(typ), allocator.DRAAttrModel: str("H100-80GB"), allocator.DRAAttrParentUUID: str(parent)}}
+	}
+	sl := &resourceapi.ResourceSlice{}
+	sl.Spec.Pool = resourceapi.ResourcePool{Name: "n", Generation: 1}
+	sl.Spec.Devices = []resourceapi.Device{dev("gpu-0", allocator.DRATypeGPU, ""), dev("mig-1-0", allocator.DRATypeMIG, "GPU-1"),
+		dev("mig-1-1", allocator.DRATypeMIG, "GPU-1"), dev("mig-2-0", allocator.DRATypeMIG, "GPU-2")}
+	if model, gpus, _, ok := sliceGPUs([]*resourceapi.ResourceSlice{sl}); !ok || model != "H100-80GB" || gpus != 3 {
+		t.Errorf("sliceGPUs = %q, %d GPUs (%v); want H100-80GB, 3 (one without MIG, two with)", model, gpus, ok)
 	}
 }
