@@ -27,8 +27,14 @@
 // placed in turn, the pod's CPU and memory with the first. A pod without
 // GPU costs what its CPU and memory strand of the node's GPUs (whichever
 // mode they are in), nothing on a node without GPUs: its CPU is what GPU
-// pods run short of. The raw score is minus the cost plus the simulator's
-// best-fit tie-break.
+// pods run short of. To that each item adds the scarcity price of the
+// node's GPU model per milli-GPU it takes: the share of that model's GPUs
+// that the workload's pods pinned to few models are expected to need
+// (allocator.Scarcity, as the simulator's gpuadmit policy prices it; see
+// scarcity.go). It is zero where no pod of the workload is pinned, and for
+// a pod pinned to one model it is the same on every node it may use; it
+// moves a pod that accepts several models onto the one least needed. The
+// raw score is minus the cost plus the simulator's best-fit tie-break.
 //
 // A pod whose claims list alternatives (firstAvailable subrequests, as
 // gpuadmit's webhook writes them where several DRA pools may serve it) is
@@ -42,7 +48,15 @@
 // Fragmentation is measured over a target workload: the kinds of request
 // expected and their weights. By default it is the GPU pods of the profile
 // that the scheduler knows, pending and running, counted as they come and
-// go (Args.Workload may fix it instead). That is the honest stand-in for
+// go (Args.Workload may fix it instead, with no model pinned: no price).
+// Each kind is counted with the GPU models it accepts: those whose nodes
+// its nodeSelector and required node affinity match, and those its DRA
+// requests' model selectors name (models.go); a pod whose claim lists
+// alternatives counts as its first alternative of shares or whole GPUs.
+// The supply the price weighs them against is the cluster's GPUs per
+// model, from the Nodes and gpuadmit's ResourceSlices, rebuilt when a
+// Node's labels or gpuadmit's annotations or a slice change. That is the
+// honest stand-in for
 // the future the simulator knows from its trace: what is asked now is the
 // best guess of what will be asked next. It leaves out pods without GPU.
 // The plugin scores with the workload as of its last revision, and a new
@@ -61,7 +75,8 @@
 // Node object changed) and when any of gpuadmit's ResourceSlices changes;
 // so between two cycles only the node the last pod went to is scored
 // afresh, plus every node for a request not seen before. A kept score is
-// of the workload revision it was computed under: after a revision, a
+// of the workload revision and prices it was computed under: after a
+// revision or a change of prices, a
 // cycle computes at most 128 stale scores afresh and uses the others as
 // they are, so that a revision does not cost the next pod of every request
 // a pass over every node (see nodeStates). Nodes to score afresh are

@@ -32,10 +32,13 @@ type gpuView struct {
 	shape shape
 	left  []int64 // never changed once the view is made
 	kept  *base   // see base
-	// In a DRA view: model is the model attribute of the node's devices
-	// ("" where they are of more than one: the plugin then predicts no
-	// alternative of a model there); mig is the MIG devices no claim
-	// holds, by the DeviceClass of their profile, and migKey spells it.
+	// model is the GPU model of the node's GPUs (in a DRA view, the model
+	// attribute of its devices; in a device-plugin view, the model the
+	// agent publishes of its share-serving GPUs), by which it pays the
+	// scarcity price; "" where they are of more than one: the plugin then
+	// prices none and predicts no alternative of a model there. In a DRA
+	// view, mig is the MIG devices no claim holds, by the DeviceClass of
+	// their profile, and migKey spells it.
 	model  string
 	mig    map[string]int64
 	migKey string
@@ -202,7 +205,8 @@ type offers struct{ m sync.Map }
 type offer struct {
 	gpus, share string // the annotations it was parsed from
 	offer       allocator.ShareOffer
-	healthy     int // GPUs that serve shares and are healthy
+	healthy     int    // GPUs that serve shares and are healthy
+	model       string // their model; "" where they are of more than one
 }
 
 func (o *offers) get(n *corev1.Node) *offer {
@@ -218,10 +222,18 @@ func (o *offers) get(n *corev1.Node) *offer {
 	if json.Unmarshal([]byte(s), &e.offer) != nil || json.Unmarshal([]byte(g), &gpus) != nil || e.offer.SharesPerGPU <= 0 {
 		e.offer = allocator.ShareOffer{}
 	}
+	mixed := false
 	for _, gpu := range gpus {
 		if gpu.Shares() && gpu.Healthy {
+			if e.healthy > 0 && gpu.Model != e.model {
+				mixed = true
+			}
 			e.healthy++
+			e.model = gpu.Model
 		}
+	}
+	if mixed {
+		e.model = ""
 	}
 	o.m.Store(n.Name, e)
 	return e
@@ -266,5 +278,5 @@ func devicePluginView(n fwk.NodeInfo, o *offer, res corev1.ResourceName) *gpuVie
 	for i, g := range at {
 		free[g] -= needs[i]
 	}
-	return &gpuView{shape: shape{capacity: per}, left: free}
+	return &gpuView{shape: shape{capacity: per}, left: free, model: o.model}
 }

@@ -85,6 +85,10 @@ func newEnvWith(t testing.TB, args string, c cluster, opts []frameworkruntime.Op
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
+	objs = append([]runtime.Object(nil), objs...)
+	for _, n := range c.nodes { // the Node informer's, as in a cluster
+		objs = append(objs, n)
+	}
 	client := fake.NewClientset(objs...)
 	f := informers.NewSharedInformerFactory(client, 0)
 	slices, err := resourceslicetracker.StartTracker(ctx, resourceslicetracker.Options{

@@ -214,10 +214,10 @@ func contains(s, sub string) bool {
 // twoKindWorkload is an empty derived workload, two kinds of GPU pod, and
 // add, which counts n more pods of a kind.
 func twoKindWorkload() (w *workload, small, large kind, add func(n int, k kind)) {
-	w = &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
+	w = newWorkload()
 	add = func(n int, k kind) {
 		for range n {
-			w.set(types.UID(fmt.Sprint(len(w.pods))), k, true)
+			w.set(types.UID(fmt.Sprint(len(w.pods))), counted{kind: k}, nil, true)
 		}
 	}
 	return w, kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}, add
@@ -509,7 +509,7 @@ func TestDerivedWorkloadCountsPlacedDRAPods(t *testing.T) {
 		Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
 			allocator.DRACapacityMemory: resource.MustParse("5Gi")}}}}}
 	h := holder{claims: map[string]*resourceapi.ResourceClaim{"c": claim}}
-	w := &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}
+	w := newWorkload()
 	handler := w.podHandler("gpuadmit-scheduler", h)
 	podUsing := func(name string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)}}
@@ -521,7 +521,7 @@ func TestDerivedWorkloadCountsPlacedDRAPods(t *testing.T) {
 	want := kind{dra: true, item: item{memory: 5 << 30}, gpus: 1}
 	first := podUsing("first")
 	handler.OnAdd(first, false)
-	if got := w.pods[first.UID]; got != want {
+	if got := w.pods[first.UID].kind; got != want {
 		t.Fatalf("pending pod counts as %+v, want %+v", got, want)
 	}
 	placed := claim.DeepCopy()
@@ -531,7 +531,7 @@ func TestDerivedWorkloadCountsPlacedDRAPods(t *testing.T) {
 	bound := first.DeepCopy()
 	bound.Spec.NodeName = "n"
 	handler.OnUpdate(first, bound)
-	if got, ok := w.pods[first.UID]; !ok || got != want || w.changes != 1 {
+	if got, ok := w.pods[first.UID]; !ok || got.kind != want || w.changes != 1 {
 		t.Errorf("placed pod counts as %+v (%v), %d changes; want %+v, the one change of its adding", got, ok, w.changes, want)
 	}
 	second := podUsing("second")

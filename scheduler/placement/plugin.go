@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -27,6 +26,7 @@ type Plugin struct {
 	offers        offers
 	placers       placerCache
 	nodes         nodeStates
+	supply        supply
 	fixedWorkload bool       // the args fix the target workload
 	owners        *ownership // nil without a client: every pool is the plugin's
 }
@@ -50,7 +50,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plugin{work: &workload{count: map[kind]int{}, pods: map[types.UID]kind{}}}
+	pl := &Plugin{work: newWorkload()}
 	registerMetrics()
 	if m := h.SharedDRAManager(); m != nil {
 		pl.claims = m.ResourceClaims()
@@ -63,6 +63,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		if _, err := inf.AddEventHandler(pl.sliceHandler()); err != nil {
 			return nil, fmt.Errorf("%s: watch ResourceSlices: %w", Name, err)
 		}
+		nodes := f.Core().V1().Nodes()
+		if _, err := nodes.Informer().AddEventHandler(pl.supply.nodeHandler()); err != nil {
+			return nil, fmt.Errorf("%s: watch Nodes: %w", Name, err)
+		}
+		pl.supply.nodes = nodes.Lister()
 		if len(args.Workload) == 0 {
 			var claims claimGetter
 			if pl.claims != nil {
@@ -184,7 +189,8 @@ func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev
 		klog.FromContext(ctx).V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	state.Write(scoreKey, pl.nodes.score(pl, nodes, r, pl.placers.get(pl.work.snapshot())))
+	rev, kinds, pinned := pl.work.snapshotPinned()
+	state.Write(scoreKey, pl.nodes.score(pl, nodes, r, pl.placers.get(pl, rev, kinds, pinned)))
 	placementDuration.Observe(time.Since(start).Seconds())
 	return nil
 }

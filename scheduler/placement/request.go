@@ -40,6 +40,11 @@ type request struct {
 	// spells them, to key kept scores by.
 	choices   []choice
 	choiceKey string
+	// models are the GPU models the pod's DRA requests let it take, as an
+	// allocator spec ("A100-40GB|H100-80GB", see allocator.ModelAllowed):
+	// "" where they name none (any model), noModel where they exclude
+	// every one (see models.go).
+	models string
 }
 
 // gpu reports whether the pod asks for GPU in a way the plugin scores.
@@ -87,10 +92,11 @@ func read(pod *corev1.Pod, claims claimGetter, asked bool) (request, error) {
 		whole += quantity(c.Resources, allocator.ResourceGPU)
 	}
 	if len(pod.Spec.ResourceClaims) > 0 || whole > 0 {
-		items, choices, err := claimItems(pod, claims, asked)
+		items, choices, models, err := claimItems(pod, claims, asked)
 		if err != nil {
 			return request{}, err
 		}
+		r.models = models
 		var ext []item
 		for range whole {
 			ext = append(ext, item{whole: true})
@@ -128,29 +134,33 @@ func quantity(rr corev1.ResourceRequirements, res corev1.ResourceName) int64 {
 // left out. Where an unallocated claim has a prioritized list the plugin
 // can size (see listChoice), and not asked, it returns choices instead of
 // items: every request sized, in order (see request.choices). With asked
-// a prioritized list is left out: which alternative an allocated claim
-// took is not a kind the workload counts.
-func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) ([]item, []choice, error) {
-	var items []item
-	var choices []choice
+// a prioritized list counts as the first of its alternatives that takes
+// shares or whole GPUs, the one the pod asks for first: which alternative
+// an allocated claim took is not a kind the workload counts. models is what
+// the requests read accept: each request the models its model selectors
+// name (requestModels), the pod what every request accepts.
+func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) (items []item, choices []choice, models string, err error) {
 	list := false
 	for _, pc := range pod.Spec.ResourceClaims {
 		name := claimName(pod, pc)
 		if name == "" {
-			return nil, nil, fmt.Errorf("pod %s/%s: claim %s not created yet", pod.Namespace, pod.Name, pc.Name)
+			return nil, nil, "", fmt.Errorf("pod %s/%s: claim %s not created yet", pod.Namespace, pod.Name, pc.Name)
 		}
 		if claims == nil {
-			return nil, nil, fmt.Errorf("pod %s/%s: no DRA claim tracker", pod.Namespace, pod.Name)
+			return nil, nil, "", fmt.Errorf("pod %s/%s: no DRA claim tracker", pod.Namespace, pod.Name)
 		}
 		claim, err := claims.Get(pod.Namespace, name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, name, err)
+			return nil, nil, "", fmt.Errorf("pod %s/%s: claim %s: %w", pod.Namespace, pod.Name, name, err)
 		}
 		if claim.Status.Allocation != nil && !(asked && reservedFirstFor(claim, pod)) {
 			continue // placed already, or shared with a pod placed before: takes nothing new
 		}
 		for _, req := range claim.Spec.Devices.Requests {
 			its := requestItems(req)
+			if len(its) > 0 || len(req.FirstAvailable) > 0 {
+				models = intersectModels(models, requestModels(req))
+			}
 			items = append(items, its...)
 			if len(req.FirstAvailable) == 0 {
 				if len(its) > 0 {
@@ -158,7 +168,11 @@ func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) ([]item, []choi
 				}
 				continue
 			}
-			if c, ok := listChoice(req.FirstAvailable); ok && !asked {
+			c, ok := listChoice(req.FirstAvailable)
+			switch {
+			case ok && asked:
+				items = append(items, c.first()...)
+			case ok:
 				choices, list = append(choices, c), true
 			}
 		}
@@ -166,7 +180,7 @@ func claimItems(pod *corev1.Pod, claims claimGetter, asked bool) ([]item, []choi
 	if !list {
 		choices = nil
 	}
-	return items, choices, nil
+	return items, choices, models, nil
 }
 
 // reservedFirstFor reports whether pod is the first consumer claim is

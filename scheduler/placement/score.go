@@ -22,7 +22,9 @@ const (
 
 // score is the raw score of placing r on a node with view v, higher is
 // better: minus the placement cost (allocator.Placer.CostOn) of each item
-// on the GPU the node side gives it, in turn, plus the best-fit tie-break.
+// on the GPU the node side gives it, in turn, and minus the scarcity price
+// of the node's model per milli-GPU the item takes (placerSet.prices),
+// plus the best-fit tie-break.
 // A pod without GPU costs what its CPU and memory strand of the node's
 // GPUs, nothing on a node without GPUs the plugin knows of. ok is false
 // when the model has no GPU for an item.
@@ -53,6 +55,7 @@ func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float
 		fn.MemoryMiBLeft -= t.MemoryMiB
 	}
 	before, gpuLeft := b.before, b.gpuLeft
+	price := c.set.prices[v.model] // the scarcity price of the node's model
 	for i, it := range r.items {
 		need := v.shape.take(it)
 		g, ok := (&gpuView{shape: v.shape, left: left}).choose(need)
@@ -75,7 +78,7 @@ func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float
 		if !ok {
 			return 0, false
 		}
-		cost += cc
+		cost += cc + price*float64(t.GPUMilli)
 		gpuLeft += v.shape.milli(max(left[g]-need, 0)) - v.shape.milli(max(left[g], 0))
 		fn.MilliCPULeft -= t.MilliCPU
 		fn.MemoryMiBLeft -= t.MemoryMiB

@@ -2,12 +2,14 @@ package placement
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
@@ -77,18 +79,48 @@ func (k kind) task(s shape, weight float64) allocator.FragTask {
 	return t
 }
 
+// pin is what narrows the GPU models a kind of pod accepts (see
+// models.go): its node constraints, spelled (nodeConstraints), and the
+// models its DRA requests accept (request.models). The zero pin accepts
+// every model of its pool mode.
+type pin struct {
+	nodes, models string
+}
+
+// counted is a pod as the derived workload counts it: its kind and pin.
+type counted struct {
+	kind
+	pin pin
+}
+
+// pinnedKind is a kind of the target workload with the models it accepts
+// (its pin, and its node constraints to match nodes with) and its weight:
+// what the scarcity price weighs against the supply.
+type pinnedKind struct {
+	counted
+	match  *nodeaffinity.RequiredNodeAffinity // nil where pin.nodes is ""
+	weight float64
+}
+
 // workload is the target workload: fixed by the args, or counted from the
 // GPU pods of the profile that the scheduler's pod informer holds.
 type workload struct {
 	fixed []weighted
 
 	mu      sync.Mutex
-	count   map[kind]int
-	pods    map[types.UID]kind
-	changes int              // pods counted or forgotten since the last revision
-	rev     uint64           // revision of kinds
-	kinds   []weighted       // as of rev; nil before the first snapshot
-	share   map[kind]float64 // each kind's share of the pods as of rev
+	count   map[counted]int
+	pods    map[types.UID]counted
+	changes int                 // pods counted or forgotten since the last revision
+	rev     uint64              // revision of kinds
+	kinds   []weighted          // as of rev; nil before the first snapshot
+	pinned  []pinnedKind        // as of rev
+	share   map[counted]float64 // each kind's share of the pods as of rev
+	// match holds the node constraints of the pins counted, by pin.nodes.
+	match map[string]*nodeaffinity.RequiredNodeAffinity
+}
+
+func newWorkload() *workload {
+	return &workload{count: map[counted]int{}, pods: map[types.UID]counted{}, match: map[string]*nodeaffinity.RequiredNodeAffinity{}}
 }
 
 // refreshShare is how far the derived workload may move before snapshot
@@ -101,30 +133,57 @@ type workload struct {
 // by 1% scores as the exact one does: replayed through gpuadmit-scheduler,
 // the openb default trace ends within 0.02 pp of the simulator, whose
 // target workload is the whole pod list (docs/benchmarks.md, section 4).
+// Kinds that differ only by the models they accept count apart here, so
+// that pods pinned to a model in a new proportion revise the price.
 const refreshShare = 0.01
 
 // snapshot returns the workload's revision and kinds, most popular first.
 func (w *workload) snapshot() (uint64, []weighted) {
+	rev, kinds, _ := w.snapshotPinned()
+	return rev, kinds
+}
+
+// snapshotPinned is snapshot with the revision's kinds by the models they
+// accept (none for a fixed workload, whose kinds name no models).
+func (w *workload) snapshotPinned() (uint64, []weighted, []pinnedKind) {
 	if w.fixed != nil {
-		return 0, w.fixed
+		return 0, w.fixed, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.kinds != nil && (float64(w.changes) < max(1, refreshShare*float64(len(w.pods))) || w.moved() < refreshShare) {
-		return w.rev, w.kinds
+		return w.rev, w.kinds, w.pinned
 	}
-	out := make([]weighted, 0, len(w.count))
-	for k, c := range w.count {
-		out = append(out, weighted{kind: k, weight: float64(c)})
+	merged := map[kind]float64{}
+	pinned := make([]pinnedKind, 0, len(w.count))
+	for c, n := range w.count {
+		merged[c.kind] += float64(n)
+		pinned = append(pinned, pinnedKind{counted: c, match: w.match[c.pin.nodes], weight: float64(n)})
+	}
+	out := make([]weighted, 0, len(merged))
+	for k, n := range merged {
+		out = append(out, weighted{kind: k, weight: n})
 	}
 	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
+	sort.Slice(pinned, func(i, j int) bool {
+		a, b := pinned[i], pinned[j]
+		if a.kind != b.kind || a.weight != b.weight {
+			return less(weighted{a.kind, a.weight}, weighted{b.kind, b.weight})
+		}
+		return a.pin.nodes < b.pin.nodes || a.pin.nodes == b.pin.nodes && a.pin.models < b.pin.models
+	})
+	for key := range w.match { // forget the constraints no pod counted has
+		if !slices.ContainsFunc(pinned, func(p pinnedKind) bool { return p.pin.nodes == key }) {
+			delete(w.match, key)
+		}
+	}
 	w.rev++
-	w.kinds, w.changes = out, 0
-	w.share = make(map[kind]float64, len(w.count))
+	w.kinds, w.pinned, w.changes = out, pinned, 0
+	w.share = make(map[counted]float64, len(w.count))
 	for k, c := range w.count {
 		w.share[k] = float64(c) / float64(len(w.pods))
 	}
-	return w.rev, w.kinds
+	return w.rev, w.kinds, w.pinned
 }
 
 // moved is how far the pods counted now are from the revision's
@@ -172,8 +231,9 @@ func less(a, b weighted) bool {
 	return a.memory > b.memory
 }
 
-// set records pod uid's kind (ok) or forgets the pod (!ok).
-func (w *workload) set(uid types.UID, k kind, ok bool) {
+// set records pod uid's kind and pin (ok) or forgets the pod (!ok); match
+// is the node constraints of a pin that has some.
+func (w *workload) set(uid types.UID, k counted, match *nodeaffinity.RequiredNodeAffinity, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	old, had := w.pods[uid]
@@ -189,6 +249,9 @@ func (w *workload) set(uid types.UID, k kind, ok bool) {
 	if ok {
 		w.pods[uid] = k
 		w.count[k]++
+		if _, known := w.match[k.pin.nodes]; !known && match != nil {
+			w.match[k.pin.nodes] = match
+		}
 	}
 	w.changes++
 }
@@ -205,14 +268,24 @@ func (w *workload) podHandler(profile string, claims claimGetter) cache.Resource
 			return
 		}
 		if pod.Spec.SchedulerName != profile || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			w.set(pod.UID, kind{}, false)
+			w.set(pod.UID, counted{}, nil, false)
 			return
 		}
 		r, err := readAsked(pod, claims)
 		if err != nil {
 			return // counted once its claims are there
 		}
-		w.set(pod.UID, kindOf(r), r.gpu())
+		if !r.gpu() {
+			w.set(pod.UID, counted{}, nil, false)
+			return
+		}
+		c := counted{kind: kindOf(r), pin: pin{nodes: nodeConstraints(pod), models: r.models}}
+		var match *nodeaffinity.RequiredNodeAffinity
+		if c.pin.nodes != "" {
+			m := nodeaffinity.GetRequiredNodeAffinity(pod)
+			match = &m
+		}
+		w.set(pod.UID, c, match, true)
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    update,
@@ -222,7 +295,7 @@ func (w *workload) podHandler(profile string, claims claimGetter) cache.Resource
 				obj = d.Obj
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
-				w.set(pod.UID, kind{}, false)
+				w.set(pod.UID, counted{}, nil, false)
 			}
 		},
 	}
@@ -240,6 +313,9 @@ type placerSet struct {
 	rev   uint64
 	kinds []weighted
 	total float64
+	// prices is the scarcity price per milli-GPU of each GPU model (see
+	// scarcity.go); nil prices none.
+	prices map[string]float64
 
 	mu   sync.Mutex
 	free []*scorer // at most maxHelpers+1: the goroutines of one cycle
