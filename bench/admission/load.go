@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// newClients returns n clientsets, each with its own connection to the API
+// NewClients returns n clientsets, each with its own connection to the API
 // server (a dialer of its own keeps client-go from sharing one transport),
 // speaking protobuf as controllers do, and never throttled on the client.
-func newClients(cfg *rest.Config, n int) ([]kubernetes.Interface, error) {
+func NewClients(cfg *rest.Config, n int) ([]kubernetes.Interface, error) {
 	out := make([]kubernetes.Interface, n)
 	for i := range out {
 		c := rest.CopyConfig(cfg)

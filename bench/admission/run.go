@@ -135,7 +135,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if err := b.hooks.takeTemplate(ctx, "gpuadmit"); err != nil {
 		return err
 	}
-	if b.clients, err = newClients(cl.Config, slices.Max(b.opts.Levels)); err != nil {
+	if b.clients, err = NewClients(cl.Config, slices.Max(b.opts.Levels)); err != nil {
 		return err
 	}
 	return nil

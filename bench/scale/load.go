@@ -3,37 +3,15 @@ package scale
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
 )
-
-// newClients returns n clientsets, each with its own connection, speaking
-// protobuf, never throttled on the client (as bench/admission's).
-func newClients(cfg *rest.Config, n int) ([]kubernetes.Interface, error) {
-	out := make([]kubernetes.Interface, n)
-	for i := range out {
-		c := rest.CopyConfig(cfg)
-		c.QPS, c.Burst = 1e6, 1e6
-		c.ContentType = "application/vnd.kubernetes.protobuf"
-		c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-		c.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		c.Timeout = 60 * time.Second
-		cs, err := kubernetes.NewForConfig(c)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = cs
-	}
-	return out, nil
-}
 
 // load is one phase's pods, created by concurrent clients, closed loop.
 type load struct {

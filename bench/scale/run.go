@@ -173,7 +173,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if err := b.setup(ctx); err != nil {
 		return fmt.Errorf("step setup: %w", err)
 	}
-	b.clients, err = newClients(b.cl.Config, b.opts.Clients)
+	b.clients, err = admission.NewClients(b.cl.Config, b.opts.Clients)
 	return err
 }
 
