@@ -35,50 +35,50 @@ func NewClients(cfg *rest.Config, n int) ([]kubernetes.Interface, error) {
 	return out, nil
 }
 
-// load is one run: pods created by concurrent clients, closed loop.
-type load struct {
-	namespace string
-	prefix    string // pod names are <prefix>-<index>
-	first     int    // index of the first pod, which picks its shape
-	mix       Mix
-	pods      int
-	clients   []kubernetes.Interface
-	dryRun    bool
+// Load is one run: pods created by concurrent clients, closed loop.
+type Load struct {
+	Namespace string
+	Prefix    string // pod names are <prefix>-<index>
+	First     int    // index of the first pod, which picks its shape
+	Mix       Mix
+	Pods      int
+	Clients   []kubernetes.Interface
+	DryRun    bool // the API server admits the pods but stores none
 }
 
-// outcome is what one run measured.
-type outcome struct {
-	latencies []time.Duration // successful creates
-	errors    []string        // one per failed create
-	mutated   int             // created pods that carry gpuadmit.io/decision or the patch configuration's annotation
-	wall      time.Duration
+// Outcome is what one run measured.
+type Outcome struct {
+	Latencies []time.Duration // successful creates
+	Errors    []string        // one per failed create
+	Mutated   int             // created pods that carry gpuadmit.io/decision or the patch configuration's annotation
+	Wall      time.Duration
 }
 
-// run creates the pods, each client taking the next pod as soon as its last
+// Run creates the pods, each client taking the next pod as soon as its last
 // Create returned, and times every Create from call to response.
-func (l load) run(ctx context.Context) outcome {
+func (l Load) Run(ctx context.Context) Outcome {
 	var next atomic.Int64
 	var mu sync.Mutex
-	var out outcome
+	var out Outcome
 	opts := metav1.CreateOptions{}
-	if l.dryRun {
+	if l.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
-	for _, cs := range l.clients {
+	for _, cs := range l.Clients {
 		wg.Go(func() {
 			var lat []time.Duration
 			var errs []string
 			mutated := 0
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= l.pods || ctx.Err() != nil {
+				if i >= l.Pods || ctx.Err() != nil {
 					break
 				}
-				p := l.mix.Pod(l.namespace, fmt.Sprintf("%s-%05d", l.prefix, i), l.first+i)
+				p := l.Mix.Pod(l.Namespace, fmt.Sprintf("%s-%05d", l.Prefix, i), l.First+i)
 				t := time.Now()
-				got, err := cs.CoreV1().Pods(l.namespace).Create(ctx, p, opts)
+				got, err := cs.CoreV1().Pods(l.Namespace).Create(ctx, p, opts)
 				d := time.Since(t)
 				if err != nil {
 					errs = append(errs, fmt.Sprintf("%s: %v", p.Name, err))
@@ -90,14 +90,14 @@ func (l load) run(ctx context.Context) outcome {
 				}
 			}
 			mu.Lock()
-			out.latencies = append(out.latencies, lat...)
-			out.errors = append(out.errors, errs...)
-			out.mutated += mutated
+			out.Latencies = append(out.Latencies, lat...)
+			out.Errors = append(out.Errors, errs...)
+			out.Mutated += mutated
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	out.wall = time.Since(start)
+	out.Wall = time.Since(start)
 	return out
 }
 

@@ -283,8 +283,8 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 	clients := b.clients[:res.Level]
 	// Warm-up pods are named apart from every other pod of the run, so that
 	// under MixDistinct none looks like a measured pod to gpuadmit's memo.
-	load{namespace: Namespace, prefix: fmt.Sprintf("warmup-%s-%d-r%d", res.Config, res.Level, round),
-		pods: 2 * res.Level, clients: clients, dryRun: true, mix: b.opts.Mix}.run(ctx)
+	Load{Namespace: Namespace, Prefix: fmt.Sprintf("warmup-%s-%d-r%d", res.Config, res.Level, round),
+		Pods: 2 * res.Level, Clients: clients, DryRun: true, Mix: b.opts.Mix}.Run(ctx)
 	before, err := b.scr.snapshot(ctx)
 	if err != nil {
 		return err
@@ -294,8 +294,8 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 		return err
 	}
 	cpuBefore := readCPU()
-	out := load{namespace: Namespace, prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
-		first: round * pods, pods: pods, clients: clients, mix: b.opts.Mix}.run(ctx)
+	out := Load{Namespace: Namespace, Prefix: fmt.Sprintf("%s-%d-r%d", res.Config, res.Level, round),
+		First: round * pods, Pods: pods, Clients: clients, Mix: b.opts.Mix}.Run(ctx)
 	cpuAfter := readCPU()
 	res.CPU.add(cpuBefore, cpuAfter)
 	roundCPU, roundTotal := roundUse(cpuBefore, cpuAfter, pods)
@@ -307,22 +307,22 @@ func (b *bench) runOne(ctx context.Context, res *Result, round, pods int) error 
 		return err
 	}
 	res.addDelta(before, after)
-	res.samples = append(res.samples, out.latencies...)
+	res.samples = append(res.samples, out.Latencies...)
 	res.Pods += pods
-	res.Errors += len(out.errors)
-	for _, e := range out.errors {
+	res.Errors += len(out.Errors)
+	for _, e := range out.Errors {
 		if len(res.ErrorLines) < 5 {
 			res.ErrorLines = append(res.ErrorLines, e)
 		}
 	}
-	res.Mutated += out.mutated
-	res.Seconds += out.wall.Seconds()
-	lat := latencyOf(out.latencies)
-	res.Rounds = append(res.Rounds, Round{Round: round, Pods: pods, Errors: len(out.errors), Seconds: out.wall.Seconds(),
-		Throughput: float64(len(out.latencies)) / out.wall.Seconds(), P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, Load: loadavg(),
+	res.Mutated += out.Mutated
+	res.Seconds += out.Wall.Seconds()
+	lat := latencyOf(out.Latencies)
+	res.Rounds = append(res.Rounds, Round{Round: round, Pods: pods, Errors: len(out.Errors), Seconds: out.Wall.Seconds(),
+		Throughput: float64(len(out.Latencies)) / out.Wall.Seconds(), P50Ms: lat.P50Ms, P99Ms: lat.P99Ms, Load: loadavg(),
 		CPUMsPerPod: roundCPU, CPUTotalMsPerPod: roundTotal})
 	b.progress("%-8s %3d clients round %d: %d pods, %d errors, %.0f pods/s, p50 %.1f ms, p99 %.1f ms (load %s)",
-		res.Config, res.Level, round, pods, len(out.errors), float64(len(out.latencies))/out.wall.Seconds(), lat.P50Ms, lat.P99Ms, loadavg())
+		res.Config, res.Level, round, pods, len(out.Errors), float64(len(out.Latencies))/out.Wall.Seconds(), lat.P50Ms, lat.P99Ms, loadavg())
 	if err := b.hooks.unregister(ctx, res.Config); err != nil {
 		return err
 	}

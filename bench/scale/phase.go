@@ -54,7 +54,8 @@ func (b *bench) phase(ctx context.Context, nodes int, mix admission.Mix, churn b
 		writes0 = ch.writes.Load()
 	}
 	prefix := fmt.Sprintf("s%d-%s-%s", nodes, mix, map[bool]string{false: "quiet", true: "churn"}[churn])
-	out := load{namespace: Namespace, prefix: prefix, mix: mix, first: b.pods, pods: b.opts.Pods, clients: b.clients}.run(ctx)
+	out := admission.Load{Namespace: Namespace, Prefix: prefix, Mix: mix, First: b.pods, Pods: b.opts.Pods, Clients: b.clients}.Run(ctx)
+	created := len(out.Latencies)
 	cpu1, err := b.cpu()
 	if err != nil {
 		return p, err
@@ -63,18 +64,18 @@ func (b *bench) phase(ctx context.Context, nodes int, mix admission.Mix, churn b
 	if err != nil {
 		return p, err
 	}
-	b.pods += out.created
+	b.pods += created
 	p.WebhookCPUSeconds, p.APIServerCPUSeconds = cpu1[0]-cpu0[0], cpu1[1]-cpu0[1]
-	p.Pods, p.Errors, p.Seconds = out.created, len(out.errors), out.wall.Seconds()
-	if len(out.errors) > 0 {
-		p.FirstError = out.errors[0]
+	p.Pods, p.Errors, p.Seconds = created, len(out.Errors), out.Wall.Seconds()
+	if len(out.Errors) > 0 {
+		p.FirstError = out.Errors[0]
 	}
-	p.PodsPerSecond = float64(out.created) / out.wall.Seconds()
+	p.PodsPerSecond = float64(created) / out.Wall.Seconds()
 	p.Load = loadavg()
 	p.delta(before, after)
 	if ch != nil {
 		p.LabelWrites = ch.writes.Load() - writes0
-		p.LabelWritesPerSecond = float64(p.LabelWrites) / out.wall.Seconds()
+		p.LabelWritesPerSecond = float64(p.LabelWrites) / out.Wall.Seconds()
 		p.LabelErrors = ch.errors.Load()
 		if e, ok := ch.lastErr.Load().(string); ok {
 			p.LabelError = e

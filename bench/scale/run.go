@@ -101,13 +101,14 @@ func (b *bench) fill(ctx context.Context, rep *Report) error {
 	nodes := b.opts.Steps[len(b.opts.Steps)-1]
 	for done := 0; done < b.opts.Fill; {
 		n := min(b.opts.FillChunk, b.opts.Fill-done)
-		out := load{namespace: Namespace, prefix: fmt.Sprintf("fill-%d", done/b.opts.FillChunk), mix: admission.MixTemplate,
-			first: b.pods, pods: n, clients: b.clients}.run(ctx)
-		b.pods += out.created
+		out := admission.Load{Namespace: Namespace, Prefix: fmt.Sprintf("fill-%d", done/b.opts.FillChunk), Mix: admission.MixTemplate,
+			First: b.pods, Pods: n, Clients: b.clients}.Run(ctx)
+		created := len(out.Latencies)
+		b.pods += created
 		done += n
-		pt := FillPoint{Nodes: nodes, Pods: out.created, Errors: len(out.errors), PodsPerSecond: float64(out.created) / out.wall.Seconds()}
-		if len(out.errors) > 0 {
-			pt.FirstError = out.errors[0]
+		pt := FillPoint{Nodes: nodes, Pods: created, Errors: len(out.Errors), PodsPerSecond: float64(created) / out.Wall.Seconds()}
+		if len(out.Errors) > 0 {
+			pt.FirstError = out.Errors[0]
 		}
 		var err error
 		if pt.Memory, err = b.proc.memory(ctx); err != nil {

@@ -46,9 +46,9 @@ func (b *bench) step(ctx context.Context, n int) (Step, error) {
 	// is in the memo before its phase.
 	// A warm-up pod may fail as a measured one may (the policy's budget
 	// passed on a starved machine): counted, not fatal.
-	warm := load{namespace: Namespace, prefix: fmt.Sprintf("warmup-%d", n), mix: admission.MixDistinct, pods: 4 * len(b.clients),
-		clients: b.clients, dryRun: true}.run(ctx)
-	st.WarmupErrors = len(warm.errors)
+	warm := admission.Load{Namespace: Namespace, Prefix: fmt.Sprintf("warmup-%d", n), Mix: admission.MixDistinct, Pods: 4 * len(b.clients),
+		Clients: b.clients, DryRun: true}.Run(ctx)
+	st.WarmupErrors = len(warm.Errors)
 	for _, ph := range []struct {
 		mix   admission.Mix
 		churn bool
