@@ -38,8 +38,12 @@ func TestSmoke(t *testing.T) {
 		t.Skipf("control-plane binaries missing in %s; `make test` builds them", bin)
 	}
 	const nodes, pods, clients = 20, 6, 2
+	// A churn phase of 6 pods lasts about 70 ms on an idle two-core
+	// machine, so the churner must write more often than that for a write
+	// to land inside it: 200 ms over 20 nodes is one write every 10 ms
+	// (at 2 s, one every 100 ms, an idle run could see none).
 	var progress bytes.Buffer
-	rep, err := Run(context.Background(), Options{Steps: []int{nodes}, Pods: pods, Clients: clients, ChurnPeriod: 2 * time.Second,
+	rep, err := Run(context.Background(), Options{Steps: []int{nodes}, Pods: pods, Clients: clients, ChurnPeriod: 200 * time.Millisecond,
 		ChurnWarmup: 3 * time.Second, Probes: 2, Fill: 4, FillChunk: 2, Root: root, BinDir: bin, Progress: &progress})
 	t.Log("\n" + progress.String())
 	if err != nil {
