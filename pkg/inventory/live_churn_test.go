@@ -2,6 +2,7 @@ package inventory_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,14 +124,21 @@ func TestStartRebuildsAfterTheDebounce(t *testing.T) {
 	n := gfdNode()
 	c := fake.NewClientBuilder().WithObjects(&n).Build()
 	clk := clocktesting.NewFakeClock(time.Now())
-	live := inventory.NewLive(c, nil, logr.Discard())
+	lists := &countingReader{Reader: c}
+	live := inventory.NewLive(lists, nil, logr.Discard())
 	live.Clock, live.Debounce = clk, time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- live.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitUntil(t, "the first build", func() bool { return len(live.Inventory().Pools) == 1 })
-	before := live.Inventory()
+	// Wait for Start's own first build without calling Inventory(), which
+	// would build first and leave Start's initial Rebuild to run after the
+	// change below (and rebuild at once, rightly).
+	waitUntil(t, "Start's first build", func() bool { return lists.n.Load() > 0 })
+	before := live.Inventory() // waits for that build to finish
+	if len(before.Pools) != 1 {
+		t.Fatalf("pools = %d, want 1", len(before.Pools))
+	}
 
 	next := n.DeepCopy()
 	next.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("7")
@@ -144,6 +152,17 @@ func TestStartRebuildsAfterTheDebounce(t *testing.T) {
 	if got := live.Inventory().Pools[0].Allocatable["nvidia.com/gpu"]; got != 7 {
 		t.Errorf("nvidia.com/gpu = %d after the rebuild, want 7", got)
 	}
+}
+
+// countingReader counts List calls: each is one build of the inventory.
+type countingReader struct {
+	client.Reader
+	n atomic.Int32
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.n.Add(1)
+	return r.Reader.List(ctx, list, opts...)
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
