@@ -48,6 +48,7 @@ func packingCmd() *cobra.Command {
 	f.StringVar(&s.Workload, "workload", s.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
 	f.StringVar(&s.Policy, "policy", s.Policy, strings.Join(append(slices.Clone(packing.Policies), packing.Variants...), ", "))
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the workload resampling and the policy (the study uses 42…51)")
+	f.IntVar(&s.Nodes, "nodes", 0, "keep a sample of this many nodes, drawn by --seed as `replay --nodes` draws it (0: all)")
 	f.StringVarP(&output, "output", "o", "json", "json (one object)")
 	return cmd
 }
