@@ -24,7 +24,9 @@ func packingCmd() *cobra.Command {
 			"GPU allocated and unallocated (% of capacity) every 5% of arrived workload from 50% to 130%\n" +
 			"and the decision time per pod. Policies: " + strings.Join(packing.Policies, ", ") + " (gpuadmit's own);\n" +
 			"variants: " + strings.Join(packing.Variants, ", ") + " (product: the product's path on DRA pools,\n" +
-			"the default policies' alternatives then gpuadmit-scheduler's score; pinned*: the webhook pins one model).\n" +
+			"the default policies' alternatives then gpuadmit-scheduler's score; pinned*: the webhook pins one model;\n" +
+			"product+MOD+…: the product's path with gpuadmit-scheduler's departures from it, MOD one of online, kinds,\n" +
+			"blind, names, step0, or plugin for the first four).\n" +
 			"The trace files are checked against --checksums first (docs/trace.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
