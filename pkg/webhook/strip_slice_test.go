@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,10 +22,11 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
-// sliceTransform is the transform the manager's cache applies to ResourceSlices.
-func sliceTransform(t testing.TB) toolscache.TransformFunc {
+// sliceTransform is the transform the manager's cache of a process of
+// role r applies to ResourceSlices.
+func sliceTransform(t testing.TB, r Role) toolscache.TransformFunc {
 	t.Helper()
-	o := cacheOptions(context.Background(), Options{SchedulerLeaseNamespace: "gpuadmit-system"})
+	o := cacheOptions(context.Background(), Options{Role: r, SchedulerLeaseNamespace: "gpuadmit-system"})
 	for obj, by := range o.ByObject {
 		if _, ok := obj.(*resourceapi.ResourceSlice); ok && by.Transform != nil {
 			return by.Transform
@@ -206,24 +208,33 @@ func values(in []*resourceapi.ResourceSlice) []resourceapi.ResourceSlice {
 	return out
 }
 
-// TestStripSliceKeepsWhatTheReadersRead: the inventory, the usage report's
-// GPUs and the pods' claims built from the cache's stripped slices equal
-// those built from the whole ones, for every kind of device the agent
-// publishes (draFleet).
+// TestStripSliceKeepsWhatTheReadersRead: the inventory built from the
+// cache's stripped slices equals the one built from the whole ones in
+// every role, and where the role runs the usage report (it reconciles) so
+// do the report's GPUs and the pods' claims, for every kind of device the
+// agent publishes (draFleet).
 func TestStripSliceKeepsWhatTheReadersRead(t *testing.T) {
 	nodes, slices, claims := draFleet(t)
-	whole, stripped := values(slices), stripSlices(t, sliceTransform(t), slices)
-
-	wantInv, gotInv := inventory.BuildWithSlices(nodes, whole, nil), inventory.BuildWithSlices(nodes, stripped, nil)
-	opts := cmp.Options{cmpopts.IgnoreUnexported(inventory.Inventory{}, inventory.Pool{}, inventory.Node{}), cmpopts.EquateEmpty()}
-	if diff := cmp.Diff(wantInv, gotInv, opts); diff != "" {
-		t.Errorf("the inventory differs on stripped slices (-whole +stripped):\n%s", diff)
-	}
-	if diff := cmp.Diff(usage.DRAGPUs(whole, claims), usage.DRAGPUs(stripped, claims)); diff != "" {
-		t.Errorf("usage.DRAGPUs differs on stripped slices (-whole +stripped):\n%s", diff)
-	}
-	if diff := cmp.Diff(usage.PodClaims(whole, claims), usage.PodClaims(stripped, claims)); diff != "" {
-		t.Errorf("usage.PodClaims differs on stripped slices (-whole +stripped):\n%s", diff)
+	whole := values(slices)
+	wantInv := inventory.BuildWithSlices(nodes, whole, nil)
+	for _, role := range Roles {
+		t.Run(string(role), func(t *testing.T) {
+			stripped := stripSlices(t, sliceTransform(t, role), slices)
+			gotInv := inventory.BuildWithSlices(nodes, stripped, nil)
+			opts := cmp.Options{cmpopts.IgnoreUnexported(inventory.Inventory{}, inventory.Pool{}, inventory.Node{}), cmpopts.EquateEmpty()}
+			if diff := cmp.Diff(wantInv, gotInv, opts); diff != "" {
+				t.Errorf("the inventory differs on stripped slices (-whole +stripped):\n%s", diff)
+			}
+			if !role.reconciles() {
+				return
+			}
+			if diff := cmp.Diff(usage.DRAGPUs(whole, claims), usage.DRAGPUs(stripped, claims)); diff != "" {
+				t.Errorf("usage.DRAGPUs differs on stripped slices (-whole +stripped):\n%s", diff)
+			}
+			if diff := cmp.Diff(usage.PodClaims(whole, claims), usage.PodClaims(stripped, claims)); diff != "" {
+				t.Errorf("usage.PodClaims differs on stripped slices (-whole +stripped):\n%s", diff)
+			}
+		})
 	}
 
 	// The fixture reaches what each reader reads: a shared pool with its
@@ -264,42 +275,79 @@ func TestStripSliceKeepsWhatTheReadersRead(t *testing.T) {
 }
 
 // TestStripSliceDropsTheRest: exactly the name, UID, resourceVersion, the
-// driver, node and pool, and of each device its name, the read attributes,
-// the memory capacity with its step and allowMultipleAllocations remain.
+// driver, node and pool, and of each device its name, the type, model and
+// profile attributes (and in a role that reconciles its uuid and
+// parentUUID), the memory capacity with its step and
+// allowMultipleAllocations remain.
 func TestStripSliceDropsTheRest(t *testing.T) {
 	gpus := withMIG(t, catalogGPUs(t, "H100-80GB", 1, 1), "3g.40gb")
 	gpus = append(gpus, catalogGPUs(t, "H100-80GB", 2, 2)[1])
 	gpus[1].Healthy = false
 	devs := dra.Devices(gpus, dra.DeviceOptions{MIGUUIDs: migUUIDsOf(gpus)})
-	in := agentSlices("n", 3, devs)[0]
-	got := stripSlices(t, StripSlice, []*resourceapi.ResourceSlice{in})[0]
-
-	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(s)} }
-	mem := func(mib int64) resource.Quantity { return *resource.NewQuantity(mib<<20, resource.BinarySI) }
-	want := resourceapi.ResourceSlice{}
-	want.Name, want.UID, want.ResourceVersion = in.Name, "5e1f", "812"
-	want.Spec = resourceapi.ResourceSliceSpec{Driver: dra.DriverName, NodeName: ptr.To("n"),
-		Pool: resourceapi.ResourcePool{Name: "n", Generation: 3, ResourceSliceCount: 1}}
-	for _, d := range devs {
-		w := resourceapi.Device{Name: d.Name, AllowMultipleAllocations: d.AllowMultipleAllocations}
-		if d.Attributes["type"].StringValue != nil && *d.Attributes["type"].StringValue == "mig" {
-			w.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": str("mig"), "model": str("H100-80GB"),
-				"profile": str("3g.40gb"), "uuid": str(migUUIDsOf(gpus)[dra.InstanceKey{GPU: gpus[0].UUID, GI: 1}]), "parentUUID": str(gpus[0].UUID)}
-			w.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: mem(40448)}}
-		} else {
-			w.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": str("gpu"), "model": str("H100-80GB"), "uuid": str(gpus[1].UUID)}
-			w.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: mem(81559),
-				RequestPolicy: &resourceapi.CapacityRequestPolicy{ValidRange: &resourceapi.CapacityRequestPolicyRange{Step: ptr.To(mem(1024))}}}}
-		}
-		want.Spec.Devices = append(want.Spec.Devices, w)
-	}
 	if len(devs) != 2 || len(devs[1].Taints)+len(devs[0].Taints) != 1 || devs[0].Attributes["product"].StringValue == nil {
 		t.Fatalf("the fixture means a MIG device and a tainted shared GPU with a product attribute: %+v", devs)
 	}
-	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
-		t.Errorf("stripped slice (-want +got):\n%s", diff)
+	in := agentSlices("n", 3, devs)[0]
+	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(s)} }
+	mem := func(mib int64) resource.Quantity { return *resource.NewQuantity(mib<<20, resource.BinarySI) }
+	for role, ids := range map[Role]bool{RoleWebhook: false, RoleController: true, RoleAll: true} {
+		want := resourceapi.ResourceSlice{}
+		want.Name, want.UID, want.ResourceVersion = in.Name, "5e1f", "812"
+		want.Spec = resourceapi.ResourceSliceSpec{Driver: dra.DriverName, NodeName: ptr.To("n"),
+			Pool: resourceapi.ResourcePool{Name: "n", Generation: 3, ResourceSliceCount: 1}}
+		for _, d := range devs {
+			w := resourceapi.Device{Name: d.Name, AllowMultipleAllocations: d.AllowMultipleAllocations}
+			if *d.Attributes["type"].StringValue == "mig" {
+				w.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": str("mig"), "model": str("H100-80GB"), "profile": str("3g.40gb")}
+				if ids {
+					w.Attributes["uuid"] = str(migUUIDsOf(gpus)[dra.InstanceKey{GPU: gpus[0].UUID, GI: 1}])
+					w.Attributes["parentUUID"] = str(gpus[0].UUID)
+				}
+				w.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: mem(40448)}}
+			} else {
+				w.Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"type": str("gpu"), "model": str("H100-80GB")}
+				if ids {
+					w.Attributes["uuid"] = str(gpus[1].UUID)
+				}
+				w.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: mem(81559),
+					RequestPolicy: &resourceapi.CapacityRequestPolicy{ValidRange: &resourceapi.CapacityRequestPolicyRange{Step: ptr.To(mem(1024))}}}}
+			}
+			want.Spec.Devices = append(want.Spec.Devices, w)
+		}
+		tr := sliceTransform(t, role)
+		got := stripSlices(t, tr, []*resourceapi.ResourceSlice{in})[0]
+		if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+			t.Errorf("%s: stripped slice (-want +got):\n%s", role, diff)
+		}
+		if tomb, _ := tr("tombstone"); tomb != "tombstone" {
+			t.Errorf("%s: a non-ResourceSlice came back as %v", role, tomb)
+		}
 	}
-	if tomb, _ := StripSlice("tombstone"); tomb != "tombstone" {
-		t.Errorf("a non-ResourceSlice came back as %v", tomb)
+}
+
+// TestSliceTransformSharesMapsOfLikeDevices: devices of one kind on
+// different nodes share one capacity map, and in a serving replica (which
+// keeps no UUID) one attribute map; devices of another kind get their own.
+func TestSliceTransformSharesMapsOfLikeDevices(t *testing.T) {
+	same := func(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	for role, sharesAttrs := range map[Role]bool{RoleWebhook: true, RoleController: false} {
+		tr := sliceTransform(t, role)
+		var devs [][]resourceapi.Device
+		for i := range 2 {
+			gpus := withMIG(t, catalogGPUs(t, "H100-80GB", 1, i), "3g.40gb", "3g.40gb")
+			slices := stripSlices(t, tr, agentSlices(fmt.Sprintf("n-%d", i), 1, dra.Devices(gpus, dra.DeviceOptions{MIGUUIDs: migUUIDsOf(gpus)})))
+			devs = append(devs, slices[0].Spec.Devices)
+		}
+		a, b := devs[0][0], devs[1][1]
+		if !same(a.Capacity, b.Capacity) {
+			t.Errorf("%s: two 3g.40gb devices have capacity maps of their own", role)
+		}
+		if got := same(a.Attributes, b.Attributes); got != sharesAttrs {
+			t.Errorf("%s: two 3g.40gb devices share one attribute map: %v, want %v", role, got, sharesAttrs)
+		}
+		other := stripSlices(t, tr, agentSlices("n-2", 1, dra.Devices(catalogGPUs(t, "H100-80GB", 1, 2), dra.DeviceOptions{})))[0].Spec.Devices[0]
+		if same(other.Capacity, a.Capacity) || same(other.Attributes, a.Attributes) {
+			t.Errorf("%s: a whole GPU shares a 3g.40gb device's maps", role)
+		}
 	}
 }
