@@ -104,13 +104,18 @@ func TestStatusMB(t *testing.T) {
 }
 
 // TestFormulaAtTheChartsDefault checks the formula's terms against
-// docs/scale.md's first row: 1,000 nodes and 20,000 GPU pods are 130 MB of
-// heap, 240 MB typical and 306 MB peak RSS.
+// docs/scale.md's first row: 1,000 GPU nodes, all DRA nodes, and 20,000
+// GPU pods are 145 MB of heap, 360 MB typical and 396 MB peak RSS, and
+// the limit the chart and deploy/base set (the peak over 0.8, 472 MiB)
+// is 480Mi.
 func TestFormulaAtTheChartsDefault(t *testing.T) {
-	f := formulaOf(1000, 20000)
-	for name, c := range map[string][2]float64{"heap": {f.HeapMB, 130}, "typical": {f.RSSTypicalMB, 240}, "peak": {f.RSSPeakMB, 306}} {
+	f := formulaOf(1000, 1000, 20000)
+	for name, c := range map[string][2]float64{"heap": {f.HeapMB, 145}, "typical": {f.RSSTypicalMB, 360}, "peak": {f.RSSPeakMB, 396}} {
 		if c[0] < c[1]-1.5 || c[0] > c[1]+1.5 {
 			t.Errorf("%s %.1f MB, docs/scale.md says %.0f", name, c[0], c[1])
 		}
+	}
+	if limitMiB := f.RSSPeakMB * 1e6 / 0.8 / (1 << 20); limitMiB > 480 || limitMiB < 480-32 {
+		t.Errorf("the peak over 0.8 is %.0f MiB; the chart's limit of 480Mi is that rounded up to 32 MiB", limitMiB)
 	}
 }
