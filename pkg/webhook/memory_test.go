@@ -186,27 +186,31 @@ func draGFDNode(b testing.TB, i int) (*corev1.Node, []*resourceapi.ResourceSlice
 // BenchmarkHeapPerDRANode reports the heap per GPU node of gpuadmit's DRA
 // driver as the webhook holds it: BenchmarkHeapPerNode's and its stripped
 // ResourceSlice in that informer's store and list (b·nodes + s·DRA nodes),
-// in a serving replica (RoleWebhook); "created" and "updated" as there.
+// in a serving replica (RoleWebhook) and in the controller, which keeps
+// each device's UUIDs for the usage report; "created" and "updated" as
+// there.
 func BenchmarkHeapPerDRANode(b *testing.B) {
-	for _, updated := range []bool{false, true} {
-		b.Run(map[bool]string{false: "created", true: "updated"}[updated], func(b *testing.B) {
-			const n = 2000
-			var per float64
-			for range b.N {
-				strip := SliceTransform(RoleWebhook)
-				per = heapOf(func() any {
-					nodes := make([]*corev1.Node, n)
-					var slices []*resourceapi.ResourceSlice
-					for i := range nodes {
-						var rs []*resourceapi.ResourceSlice
-						nodes[i], rs = draGFDNode(b, i)
-						slices = append(slices, rs...)
-					}
-					return heldNodes(b, nodes, slices, strip, updated)
-				}) / n
-			}
-			b.ReportMetric(per, "B/node")
-		})
+	for _, role := range []Role{RoleWebhook, RoleController} {
+		for _, updated := range []bool{false, true} {
+			b.Run(string(role)+"/"+map[bool]string{false: "created", true: "updated"}[updated], func(b *testing.B) {
+				const n = 2000
+				var per float64
+				for range b.N {
+					strip := SliceTransform(role)
+					per = heapOf(func() any {
+						nodes := make([]*corev1.Node, n)
+						var slices []*resourceapi.ResourceSlice
+						for i := range nodes {
+							var rs []*resourceapi.ResourceSlice
+							nodes[i], rs = draGFDNode(b, i)
+							slices = append(slices, rs...)
+						}
+						return heldNodes(b, nodes, slices, strip, updated)
+					}) / n
+				}
+				b.ReportMetric(per, "B/node")
+			})
+		}
 	}
 }
 
