@@ -100,12 +100,28 @@ const (
 	heapFixed, heapPerPolicyByte         = 7e6, 62
 	heapPerNode, heapPerDRANode, heapPod = 22.2e3, 6.1e3, 5.35e3
 	rssBase, rssPerHeap, rssPeak         = 48e6, 2.15, 1.1
+	// heapPerDRANodeController is what a DRA node adds in the controller,
+	// which keeps each device's UUIDs for the usage report, so its devices
+	// share no attribute map (BenchmarkHeapPerDRANode/controller/updated
+	// less BenchmarkHeapPerNode/updated).
+	heapPerDRANodeController = 41.1e3
 )
 
-// formulaOf is the formula at nodes GPU nodes, draNodes of them gpuadmit's
-// DRA driver's, and pods GPU pods, with the default policy set.
+// formulaOf is the formula for a serving replica (the process this
+// benchmark measures) at nodes GPU nodes, draNodes of them gpuadmit's DRA
+// driver's, and pods GPU pods, with the default policy set.
 func formulaOf(nodes, draNodes, pods float64) Formula {
-	heap := heapFixed + heapPerNode*nodes + heapPerDRANode*draNodes + heapPod*pods + heapPerPolicyByte*float64(policyBytes())
+	return formula(nodes, draNodes, pods, heapPerDRANode)
+}
+
+// controllerFormulaOf is the formula for the controller's leader, which
+// deploy/base and the chart size by it.
+func controllerFormulaOf(nodes, draNodes, pods float64) Formula {
+	return formula(nodes, draNodes, pods, heapPerDRANodeController)
+}
+
+func formula(nodes, draNodes, pods, perDRANode float64) Formula {
+	heap := heapFixed + heapPerNode*nodes + perDRANode*draNodes + heapPod*pods + heapPerPolicyByte*float64(policyBytes())
 	typical := rssBase + rssPerHeap*heap
 	return Formula{HeapMB: heap / 1e6, RSSTypicalMB: typical / 1e6, RSSPeakMB: rssPeak * typical / 1e6}
 }
