@@ -3,11 +3,12 @@
 package hack
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
 // make test builds every Go module below -trimpath, and a package compiles
@@ -64,54 +65,24 @@ func TestModulesShareTheVersionsOfGpuadmits(t *testing.T) {
 // applied (the Kubernetes modules pin their staging modules there).
 func requirements(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	req, repl := map[string]string{}, map[string]string{}
-	block := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if i := strings.Index(line, "//"); i >= 0 {
-			line = line[:i]
-		}
-		tok := strings.Fields(line)
-		switch {
-		case len(tok) == 0:
-			continue
-		case tok[0] == ")":
-			block = ""
-			continue
-		case len(tok) == 2 && (tok[0] == "require" || tok[0] == "replace") && tok[1] == "(":
-			block = tok[0]
-			continue
-		}
-		kind := block
-		if tok[0] == "require" || tok[0] == "replace" {
-			kind, tok = tok[0], tok[1:]
-		}
-		switch kind {
-		case "require":
-			if len(tok) == 2 {
-				req[tok[0]] = tok[1]
-			}
-		case "replace": // old [version] => new version
-			if n := len(tok); n >= 4 && tok[n-3] == "=>" {
-				repl[tok[0]] = tok[n-1]
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
+	f, err := modfile.Parse(path, data, nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	req := map[string]string{}
+	for _, r := range f.Require {
+		req[r.Mod.Path] = r.Mod.Version
 	}
 	if len(req) == 0 {
 		t.Fatalf("%s: no requirements read", path)
 	}
-	for mod, v := range repl {
-		if _, ok := req[mod]; ok {
-			req[mod] = v
+	for _, r := range f.Replace {
+		if _, ok := req[r.Old.Path]; ok && r.New.Version != "" {
+			req[r.Old.Path] = r.New.Version
 		}
 	}
 	return req
