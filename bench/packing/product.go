@@ -46,15 +46,25 @@ func NewProduct(workload []Pod, nodes []Node) (*Product, error) {
 // check derives the alternatives of every pod of workload.
 func (d *ProductDeriver) check(workload []Pod) error {
 	for _, p := range workload {
-		alts, err := d.Alternatives(context.Background(), p)
-		if err != nil {
-			return err
-		}
-		if _, err := sameSize(p, alts); err != nil {
+		if _, _, err := d.own(p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// own derives p's alternatives (Alternatives) and those of them that take
+// what p asks for (sameSize).
+func (d *ProductDeriver) own(p Pod) (alts, own []Alt, err error) {
+	alts, err = d.Alternatives(context.Background(), p)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err = sameSize(p, alts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return alts, own, nil
 }
 
 // sameSize returns the alternatives of alts that take what p asks for. An
@@ -87,11 +97,7 @@ func (g *Product) Admit(_ *Cluster, p Pod) (Pod, bool) {
 		g.count(p)
 		return p, true
 	}
-	alts, err := g.deriver.Alternatives(context.Background(), p)
-	if err != nil {
-		return p, false
-	}
-	own, err := sameSize(p, alts)
+	alts, own, err := g.deriver.own(p)
 	if err != nil {
 		return p, false
 	}

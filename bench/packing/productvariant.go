@@ -126,11 +126,7 @@ func (g *Product) learned(p Pod) (allocator.FragTask, bool) {
 	if p.GPUs == 0 {
 		return t, false
 	}
-	alts, err := g.deriver.Alternatives(context.Background(), p)
-	if err != nil {
-		return t, false
-	}
-	own, err := sameSize(p, alts)
+	_, own, err := g.deriver.own(p)
 	if err != nil {
 		return t, false
 	}
