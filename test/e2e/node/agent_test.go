@@ -272,10 +272,10 @@ func newFakeGPUs(t *testing.T, n *Node, gpus ...fakegpu.GPUConfig) *FakeGPUs {
 
 // deployAgent runs the agent's DaemonSet until the test ends; where it did
 // not come up, the agent's log says why.
-func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, gpus *FakeGPUs, args ...string) *Agent {
+func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, driver DriverRoot, args ...string) *Agent {
 	t.Helper()
 	ctx := context.Background()
-	a, err := n.DeployAgent(ctx, root, dir, name, gpus, labels, args...)
+	a, err := n.DeployAgent(ctx, root, dir, name, driver, labels, args...)
 	if errors.Is(err, ErrUnavailable) && os.Getenv("GPUADMIT_REQUIRE_E2E") == "" {
 		t.Skipf("SKIPPED, NOT TESTED: %v", err)
 	}
@@ -420,6 +420,18 @@ func waitAllocatable(ctx context.Context, t *testing.T, n *Node, res corev1.Reso
 // pod's container, read from the kubelet's device-plugin checkpoint.
 func allocatedGPU(t *testing.T, n *Node, gpus *FakeGPUs, pod *corev1.Pod) int {
 	t.Helper()
+	uuid := allocatedUUID(t, n, pod)
+	if i := slices.Index(gpus.UUIDs, uuid); i >= 0 {
+		return i
+	}
+	t.Fatalf("pod %s got GPU %s, none of the node's %v", pod.Name, uuid, gpus.UUIDs)
+	return -1
+}
+
+// allocatedUUID is the UUID of the GPU whose shares the kubelet gave the
+// pod's container, read from the kubelet's device-plugin checkpoint.
+func allocatedUUID(t *testing.T, n *Node, pod *corev1.Pod) string {
+	t.Helper()
 	got, err := n.Client.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -458,12 +470,9 @@ func allocatedGPU(t *testing.T, n *Node, gpus *FakeGPUs, pod *corev1.Pod) int {
 		t.Fatalf("the kubelet gave pod %s devices of %d GPUs (%v), want 1", pod.Name, len(uuids), uuids)
 	}
 	for uuid := range uuids {
-		if i := slices.Index(gpus.UUIDs, uuid); i >= 0 {
-			return i
-		}
-		t.Fatalf("pod %s got GPU %s, none of the node's %v", pod.Name, uuid, gpus.UUIDs)
+		return uuid
 	}
-	return -1
+	return ""
 }
 
 // waitSliceDevices waits until the DRA driver publishes count GPUs of the node.
