@@ -35,7 +35,9 @@ const AgentImage = "gpuadmit.local/gpuadmit-agent:e2e"
 // BuildAgentImage builds cmd/agent of the repository at root with the fake
 // NVML and imports it as AgentImage: the binary as /gpuadmit-agent (the
 // entrypoint deploy/agent's DaemonSets run) and, as go-nvml makes it a cgo
-// binary, exactly the shared libraries ldd names for it, at their paths.
+// binary, the shared libraries ldd names for it and those the driver's
+// NVML needs (ociimage.DriverSharedLibraries), at their paths, as
+// `make images` builds it.
 //
 // Where $GPUADMIT_AGENT_BIN names a built agent, that binary is imported
 // instead and nothing is built: on a GPU machine, which has no Go, the
@@ -52,7 +54,7 @@ func (n *Node) BuildAgentImage(root string) error {
 		}
 	}
 	im := Image{Name: AgentImage, Files: map[string]string{"/gpuadmit-agent": bin}, Entrypoint: []string{"/gpuadmit-agent"}, Env: []string{}}
-	libs, err := ociimage.SharedLibraries(bin)
+	libs, err := ociimage.DriverSharedLibraries(bin)
 	if err != nil {
 		return fmt.Errorf("shared libraries of the agent: %w", err)
 	}
