@@ -96,17 +96,57 @@ func onHardware(t *testing.T) (*Node, DriverRoot, []hostGPU) {
 		gpus := newFakeGPUs(t, n, h100GPU)
 		return n, gpus, []hostGPU{{Name: "NVIDIA H100 80GB HBM3", UUID: gpus.UUIDs[0], MiB: h100MiB(t)}}
 	}
-	if driverRoot != "/" {
-		if err := sharedMount(driverRoot); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := unix.Unmount(driverRoot, unix.MNT_DETACH); err != nil {
-				t.Errorf("unmount the shared bind mount of %s: %v", driverRoot, err)
-			}
-		})
+	if err := shareDriverRoot(t, driverRoot); err != nil {
+		t.Fatal(err)
 	}
 	return n, hardware.driver, hardware.gpus
+}
+
+// shareDriverRoot gives dir shared mount propagation until the test ends,
+// as a node's (systemd's) mounts have: where dir is a mount point (a
+// driver mounted at /usr/local/nvidia) that mount is made shared and
+// private again afterwards, since containerd judges a path by the first
+// mount at its mount point and would not see a bind mount over it; else
+// dir becomes a shared bind mount of itself.
+func shareDriverRoot(t *testing.T, dir string) error {
+	mounted, err := isMountPoint(dir)
+	if err != nil {
+		return err
+	}
+	if !mounted {
+		if err := sharedMount(dir); err != nil {
+			return err
+		}
+		t.Cleanup(func() {
+			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount the shared bind mount of %s: %v", dir, err)
+			}
+		})
+		return nil
+	}
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
+		return fmt.Errorf("make %s shared: %w", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+			t.Errorf("make %s private again: %v", dir, err)
+		}
+	})
+	return nil
+}
+
+// isMountPoint says whether a mount sits at dir.
+func isMountPoint(dir string) (bool, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == dir {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // prepareHardware imports the agent (built from the repository at root,
@@ -127,21 +167,12 @@ func prepareHardware(n *Node, driverRoot string) error {
 	}
 	im.Name = cudaProbeImage
 	im.Files["/cudaprobe"] = probe
-	libs, err := ociimage.SharedLibraries(probe)
+	libs, err := ociimage.DriverSharedLibraries(probe)
 	if err != nil {
 		return fmt.Errorf("shared libraries of %s: %w", probe, err)
 	}
 	for inImage, here := range libs {
 		im.Files[inImage] = here
-		// libcuda needs libc's companions (libm, libdl, libpthread, librt),
-		// which the probe itself does not name.
-		if filepath.Base(here) == "libc.so.6" {
-			for _, lib := range []string{"libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1"} {
-				if p := filepath.Join(filepath.Dir(here), lib); fileExists(p) {
-					im.Files[filepath.Join(filepath.Dir(inImage), lib)] = p
-				}
-			}
-		}
 	}
 	if err := n.Import(im); err != nil {
 		return err
@@ -159,8 +190,6 @@ func prepareHardware(n *Node, driverRoot string) error {
 	hardware.gpus, err = nvidiaSMI(driverRoot)
 	return err
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // nvidiaSMI lists the machine's GPUs with the driver's nvidia-smi.
 func nvidiaSMI(root string) ([]hostGPU, error) {
