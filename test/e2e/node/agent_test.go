@@ -114,6 +114,26 @@ func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 	noGPU(t, n)
 }
 
+// A pod written as a user writes it (gpuadmit.io/gpu-memory: 8Gi, in a
+// namespace gpuadmit's webhook serves) takes the whole path on the real
+// node: the webhook in this control plane rewrites it into one share of
+// the device-plugin pool of the node's model, the scheduler binds it, the
+// kubelet has the agent allocate the share, and the container sees that
+// GPU alone, its memory limit one share.
+func TestKubeletDevicePluginPodThroughTheWebhook(t *testing.T) {
+	n, gpus, _ := twoH100s(t, devicePluginMode)
+	pod := webhookPod(t, n, "NVIDIA H100 80GB HBM3", BusyboxImage)
+	if q := pod.Spec.Containers[0].Resources.Limits[agent.ResourceShare]; q.Value() != 1 {
+		t.Errorf("the webhook asks %s shares for 8 GiB, want 1 (a quarter of an H100)", q.String())
+	}
+	i := allocatedGPU(t, n, gpus, pod)
+	want := gpuView(gpus, i, "NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64",
+		fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", h100MiB(t)/sharesPerGPU))
+	if diff := cmp.Diff(want, containerView(t, n, pod)); diff != "" {
+		t.Errorf("pod given GPU %d (%s) through the webhook sees (-want +got):\n%s", i, gpus.UUIDs[i], diff)
+	}
+}
+
 // nvidiaRuntimeClass is the RuntimeClass whose handler is NVIDIA's
 // nvidia-container-runtime in cdi mode with
 // accept-nvidia-visible-devices-envvar-when-unprivileged = false, the

@@ -378,13 +378,28 @@ func sliceUUID(ctx context.Context, t *testing.T, n *Node, device string) string
 // dialect: the webhook (in this control plane) rewrites it into the
 // node's share resource, the scheduler places it, the kubelet has the
 // agent allocate it, and its process gets the GPU and allocates memory on
-// it. The node carries the model label GPU Feature Discovery would give
-// it (nvidia.com/gpu.product, the name with dashes), by which the webhook
-// knows its pool. The pod is deleted at the end, freeing its shares.
+// it. The pod is deleted at the end, freeing its shares.
 func throughTheWebhook(t *testing.T, n *Node, gpus []hostGPU) {
+	got := webhookPod(t, n, gpus[0].Name, cudaProbeImage)
+	uuid := allocatedUUID(t, n, got)
+	if nodes := gpuNodes(containerView(t, n, got)); len(nodes) != 1 {
+		t.Errorf("pod given GPU %s sees GPU device nodes %q, want exactly one", uuid, nodes)
+	}
+	wantCUDA(t, probe(t, n, got, 1024), uuid, map[int64]string{1024: "CUDA_SUCCESS"})
+	deletePod(t, n, got)
+}
+
+// webhookPod runs a pod of image asking gpuadmit.io/gpu-memory: 8Gi in a
+// namespace the webhook serves, on a device-plugin node whose GPUs are
+// named product, and returns it as the webhook wrote it, once it runs,
+// after checking that the webhook rewrote it into shares of the agent's
+// resource. The node carries the model label GPU Feature Discovery would
+// give it (nvidia.com/gpu.product, the name with dashes), by which the
+// webhook knows its pool, until the test ends.
+func webhookPod(t *testing.T, n *Node, product, image string) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
-	product := map[string]string{"nvidia.com/gpu.product": strings.ReplaceAll(gpus[0].Name, " ", "-")}
-	if err := n.label(ctx, product); err != nil {
+	if err := n.label(ctx, map[string]string{"nvidia.com/gpu.product": strings.ReplaceAll(product, " ", "-")}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -392,15 +407,15 @@ func throughTheWebhook(t *testing.T, n *Node, gpus []hostGPU) {
 			t.Error(err)
 		}
 	})
-	const ns = "gpuadmit-hw"
+	const ns = "gpuadmit-webhook-pods"
 	if _, err := n.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	if err := n.WaitServiceAccount(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	pod := probePod("hw-webhook-gpu")
-	pod.Namespace = ns
+	pod := BusyboxPod(ns, "webhook-gpu", "sleep", "3600")
+	pod.Spec.Containers[0].Image = image
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"gpuadmit.io/gpu-memory": resource.MustParse("8Gi")}
 	runPod(t, n, pod)
 	got, err := n.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -411,10 +426,5 @@ func throughTheWebhook(t *testing.T, n *Node, gpus []hostGPU) {
 	if q, ok := got.Spec.Containers[0].Resources.Limits[agent.ResourceShare]; !ok || q.Value() < 1 {
 		t.Errorf("the webhook's rewrite asks %v, want shares of %s", got.Spec.Containers[0].Resources.Limits, agent.ResourceShare)
 	}
-	uuid := allocatedUUID(t, n, got)
-	if nodes := gpuNodes(containerView(t, n, got)); len(nodes) != 1 {
-		t.Errorf("pod given GPU %s sees GPU device nodes %q, want exactly one", uuid, nodes)
-	}
-	wantCUDA(t, probe(t, n, got, 1024), uuid, map[int64]string{1024: "CUDA_SUCCESS"})
-	deletePod(t, n, got)
+	return got
 }
