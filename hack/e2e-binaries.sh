@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Builds the control plane the end-to-end tests run, once per version, into
-# test/e2e/.bin/<version>/ (git-ignored): kube-apiserver, kube-scheduler and
-# kube-controller-manager and kubectl from the k8s.io/kubernetes module (test/e2e/tools),
-# and kwok for fake nodes. etcd comes from Debian's etcd-server package.
-# Later runs find the binaries and take seconds.
+# test/e2e/.bin/<version>/ (git-ignored), or $GPUADMIT_E2E_BIN, where the
+# tests look when it is set: kube-apiserver, kube-scheduler and
+# kube-controller-manager and kubectl from the k8s.io/kubernetes module
+# (test/e2e/tools), and kwok for fake nodes from the same module. etcd comes
+# from Debian's etcd-server package. Later runs find the binaries and take
+# seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 k8s=v1.37.0
-kwok=v0.8.0
+# kwok's version is the one test/e2e/tools/go.mod pins.
+kwok=$(cd "$root/test/e2e/tools" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
 certmanager=v1.21.2
 kueue=v0.19.2 # also in test/e2e/tools/kueue/go.mod
-out=$root/test/e2e/.bin/$k8s
+out=${GPUADMIT_E2E_BIN:-$root/test/e2e/.bin/$k8s}
 mkdir -p "$out"
 
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
@@ -36,9 +39,13 @@ if [ ! -x "$out/kubectl" ]; then
   echo "e2e: building kubectl $k8s (first time only, several minutes)" >&2
   (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.tmp" "k8s.io/kubernetes/cmd/kubectl" && mv "$out/kubectl.tmp" "$out/kubectl")
 fi
+# kwok from the same module: it compiles against the client-go, apimachinery
+# and the rest that the control plane has just compiled, so only kwok's own
+# packages compile (`go install sigs.k8s.io/kwok/cmd/kwok@version` compiled
+# its own versions of them all).
 if [ ! -x "$out/kwok" ]; then
   echo "e2e: building kwok $kwok" >&2
-  GOBIN="$out" go install "sigs.k8s.io/kwok/cmd/kwok@$kwok"
+  (cd "$root/test/e2e/tools" && go build -trimpath -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok && mv "$out/kwok.tmp" "$out/kwok")
 fi
 # kwok's stage files (node ready, pod ready/complete/delete) and cert-manager's
 # CRDs come from their Go modules, so the tests validate against the real files.
