@@ -4,11 +4,11 @@
 # (git-ignored), each only if it is missing, and prints that directory; and
 # promtool (deploy/prometheus's rule tests) from Debian's prometheus package,
 # onto the PATH, only if it is missing. deploy/render_test.go and
-# bench/admission look there (or in $GPUADMIT_TOOLS). helm and opa are built
-# from the control-plane module (test/e2e/tools), at the versions its go.mod
-# pins, so they compile against the Kubernetes libraries the control plane
-# has already compiled; the first run builds them from source and takes a few
-# minutes, later runs take milliseconds. Versions can be overridden:
+# bench/admission look there (or in $GPUADMIT_TOOLS). helm, kustomize and opa
+# are built from the control-plane module (test/e2e/tools), at the versions
+# its go.mod pins, so they compile against the Kubernetes libraries the
+# control plane compiles; the first run builds them from source and takes a
+# few minutes, later runs take milliseconds. Versions can be overridden:
 # HELM_VERSION=v3.x KUSTOMIZE_VERSION=v5.x OPA_VERSION=v1.x.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +16,9 @@ tools=$root/test/e2e/tools
 # pinned MODULE prints the version of MODULE test/e2e/tools/go.mod pins.
 pinned() { (cd "$tools" && go list -m -f '{{.Version}}' "$1"); }
 helm_version=${HELM_VERSION:-$(pinned helm.sh/helm/v3)}
-kustomize_version=${KUSTOMIZE_VERSION:-v5.7.1}
+# kustomize at the version test/e2e/tools pins, the one kubectl v1.37 embeds
+# (`kubectl apply -k`).
+kustomize_version=${KUSTOMIZE_VERSION:-$(pinned sigs.k8s.io/kustomize/kustomize/v5)}
 # The OPA release gpuadmit's policy engine is built with: hack/modules_test.go
 # keeps test/e2e/tools/go.mod's opa at gpuadmit's go.mod's.
 opa_version=${OPA_VERSION:-$(pinned github.com/open-policy-agent/opa)}

@@ -1,7 +1,8 @@
 // Module tools builds the Kubernetes control-plane binaries the end-to-end
 // tests run (kube-apiserver, kube-scheduler, kube-controller-manager) from
 // the k8s.io/kubernetes module, pinned to v1.37.0, and the tools the tests
-// run beside them: kwok (hack/e2e-binaries.sh), helm and opa (hack/tools.sh).
+// run beside them: kwok (hack/e2e-binaries.sh), helm, kustomize and opa
+// (hack/tools.sh).
 // Built here, the tools compile against the Kubernetes libraries, and what
 // those import, that the control plane has compiled, instead of each building
 // its own versions of them all. It is a module of its own so that gpuadmit's
@@ -14,6 +15,7 @@ require (
 	github.com/open-policy-agent/opa v1.22.2
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/kubernetes v1.37.0
+	sigs.k8s.io/kustomize/kustomize/v5 v5.8.1
 	sigs.k8s.io/kwok v0.8.0
 )
 
@@ -271,7 +273,7 @@ require (
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
-	sigs.k8s.io/kustomize/kustomize/v5 v5.8.1 // indirect
+	sigs.k8s.io/kustomize/cmd/config v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect

@@ -1,9 +1,9 @@
 //go:build tools
 
 // Package tools pins the commands the end-to-end and deploy tests build:
-// the control plane, kwok, helm and opa. They share this module's versions
-// of Kubernetes' libraries and what those import, so each of them compiles
-// only its own packages once the control plane is built.
+// the control plane, kwok, helm, kustomize and opa. They share this module's
+// versions of Kubernetes' libraries and what those import, so each of them
+// compiles only its own packages once the control plane is built.
 package tools
 
 import (
@@ -14,5 +14,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "sigs.k8s.io/kustomize/kustomize/v5"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
