@@ -41,8 +41,8 @@ if [ ! -x "$out/kubectl" ]; then
 fi
 # kwok from the same module: it compiles against the client-go, apimachinery
 # and the rest that the control plane has just compiled, so only kwok's own
-# packages compile (`go install sigs.k8s.io/kwok/cmd/kwok@version` compiled
-# its own versions of them all).
+# packages compile (`go install sigs.k8s.io/kwok/cmd/kwok@version` would
+# compile its own versions of them all).
 if [ ! -x "$out/kwok" ]; then
   echo "e2e: building kwok $kwok" >&2
   (cd "$root/test/e2e/tools" && go build -trimpath -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok && mv "$out/kwok.tmp" "$out/kwok")

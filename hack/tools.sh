@@ -51,7 +51,8 @@ install() {
 
 # Helm's release build stamps its version and the Kubernetes version that
 # `helm template` assumes (the minor of the client-go it is built with: 1.37
-# for v3.22); `go install` alone would leave "v3.22" and Kubernetes 1.20.
+# for v3.22); a build without these flags would leave "v3.22" and
+# Kubernetes 1.20.
 h=helm.sh/helm/v3
 install helm "$helm_version" $h $h/cmd/helm "-X $h/internal/version.version=$helm_version \
   -X $h/pkg/chartutil.k8sVersionMajor=1 -X $h/pkg/chartutil.k8sVersionMinor=${HELM_KUBE_MINOR:-37} \
