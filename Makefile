@@ -13,8 +13,10 @@ run:
 
 # test installs etcd (Debian's etcd-server), builds kube-apiserver,
 # kube-scheduler and kube-controller-manager from k8s.io/kubernetes and kwok
-# (cached in test/e2e/.bin by version), installs helm, kustomize and opa (.bin/tools)
-# and promtool (Debian's prometheus package), then runs vet and every test:
+# (cached in test/e2e/.bin by version), installs helm, kustomize and opa
+# (.bin/tools; like kwok, from the control plane's module,
+# test/e2e/tools) and promtool (Debian's prometheus package), then runs vet
+# and every test:
 # unit, golden, Rego, fuzz seeds, deploy renders, the Prometheus rules'
 # promtool tests, and the end-to-end tests against the real control plane.
 # The end-to-end package runs on its own with -v so its report (the API
