@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -71,7 +72,8 @@ type row struct {
 	run      string // the harness's name of the run
 	gpuadmit bool   // the profile has GPUAdmit
 	throughput,
-	attemptMs, // mean scheduling attempt, scheduled pods
+	attemptMs, // mean scheduling attempt (cycle and binding), scheduled pods
+	algorithmMs, // mean scheduling algorithm: the cycle up to the node's choice
 	scoreMs float64 // mean Score extension point, all plugins
 	pods, cycles, scoreCalls, scored int64
 	// GPUAdmit's time per cycle, ms: PreScore (its placement) and every
@@ -86,12 +88,12 @@ func (r row) callsPerPod() float64 {
 	return float64(r.scoreCalls) / float64(r.pods)
 }
 
-// share is GPUAdmit's time per cycle over the mean scheduling attempt.
+// share is GPUAdmit's time per cycle over the mean scheduling algorithm.
 func (r row) share() float64 {
-	if r.attemptMs == 0 {
+	if r.algorithmMs == 0 {
 		return 0
 	}
-	return r.pluginMs / r.attemptMs
+	return r.pluginMs / r.algorithmMs
 }
 
 // invalid says why a GPUAdmit run does not measure GPUAdmit; "" when it does.
@@ -117,6 +119,9 @@ func makeRow(run string, s *stats, items []dataItem) row {
 	if it, ok := find(items, run, "scheduler_scheduling_attempt_duration_seconds", map[string]string{"result": "scheduled"}); ok {
 		r.attemptMs = it.Data["Average"]
 	}
+	if it, ok := find(items, run, "scheduler_scheduling_algorithm_duration_seconds", nil); ok {
+		r.algorithmMs = it.Data["Average"]
+	}
 	if it, ok := find(items, run, "scheduler_framework_extension_point_duration_seconds", map[string]string{"extension_point": "Score"}); ok {
 		r.scoreMs = it.Data["Average"]
 	}
@@ -135,10 +140,10 @@ func makeRow(run string, s *stats, items []dataItem) row {
 // markdown is the report's table, runs in the order given.
 func markdown(rows []row) string {
 	var b strings.Builder
-	b.WriteString("| run | pods/s | attempt ms | Score phase ms | GPUAdmit Score calls/pod | GPUAdmit PreScore ms/cycle | GPUAdmit ms/cycle | GPUAdmit share of attempt |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| run | pods/s | attempt ms | algorithm ms | Score phase ms | GPUAdmit Score calls/pod | GPUAdmit PreScore ms/cycle | GPUAdmit ms/cycle | GPUAdmit share of algorithm |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %.1f | %.2f | %.2f |", r.run, r.throughput, r.attemptMs, r.scoreMs)
+		fmt.Fprintf(&b, "| %s | %.1f | %.2f | %.2f | %.2f |", r.run, r.throughput, r.attemptMs, r.algorithmMs, r.scoreMs)
 		if !r.gpuadmit {
 			b.WriteString(" – | – | – | – |\n")
 			continue
@@ -159,4 +164,24 @@ func runNames(items []dataItem) []string {
 		}
 	}
 	return out
+}
+
+// TestInvalid checks which runs the benchmark refuses: a GPUAdmit run
+// whose plugin saw no pod, was never asked to score, or scored no node.
+func TestInvalid(t *testing.T) {
+	tests := map[string]struct {
+		r       row
+		invalid bool
+	}{
+		"a stock run has no GPUAdmit calls to count": {r: row{}},
+		"GPUAdmit scored":           {r: row{gpuadmit: true, pods: 20, scoreCalls: 752, scored: 752}},
+		"GPUAdmit saw no pod":       {r: row{gpuadmit: true}, invalid: true},
+		"Score never called":        {r: row{gpuadmit: true, pods: 20}, invalid: true},
+		"every Score call unscored": {r: row{gpuadmit: true, pods: 20, scoreCalls: 752}, invalid: true},
+	}
+	for name, tc := range tests {
+		if got := tc.r.invalid(); (got != "") != tc.invalid {
+			t.Errorf("%s: invalid() = %q, want invalid %v", name, got, tc.invalid)
+		}
+	}
 }
