@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Builds the control plane the end-to-end tests run, once per version, into
-# test/e2e/.bin/<version>/ (git-ignored): kube-apiserver, kube-scheduler and
-# kube-controller-manager and kubectl from the k8s.io/kubernetes module (test/e2e/tools),
-# and kwok for fake nodes. etcd comes from Debian's etcd-server package.
-# Later runs find the binaries and take seconds.
+# test/e2e/.bin/<version>/ (git-ignored), or $GPUADMIT_E2E_BIN, where the
+# tests look when it is set: kube-apiserver, kube-scheduler and
+# kube-controller-manager and kubectl from the k8s.io/kubernetes module
+# (test/e2e/tools), and kwok for fake nodes from the same module. etcd comes
+# from Debian's etcd-server package. Later runs find the binaries and take
+# seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 k8s=v1.37.0
-kwok=v0.8.0
+# kwok's version is the one test/e2e/tools/go.mod pins.
+kwok=$(cd "$root/test/e2e/tools" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)
 certmanager=v1.21.2
 kueue=v0.19.2 # also in test/e2e/tools/kueue/go.mod
-out=$root/test/e2e/.bin/$k8s
+out=${GPUADMIT_E2E_BIN:-$root/test/e2e/.bin/$k8s}
 mkdir -p "$out"
 
 if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
@@ -22,23 +25,31 @@ fi
 ln -sf "$(command -v etcd || echo /usr/bin/etcd)" "$out/etcd"
 
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
-for c in kube-apiserver kube-scheduler kube-controller-manager; do
-  if [ ! -x "$out/$c" ]; then
-    echo "e2e: building $c $k8s (first time only, several minutes)" >&2
-    (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "k8s.io/kubernetes/cmd/$c" && mv "$out/$c.tmp" "$out/$c")
-  fi
+# kubectl comes at the same version, from the same module: the real-node
+# Install tests run the README's commands with it, and the dev cluster's users
+# use it. Its first build took 15 minutes on a shared two-core machine (490
+# CPU-seconds, from an empty build cache); later runs find it.
+# Whatever is missing is built by one go build, so that one binary's link runs
+# beside the others' compiles and links: with every package compiled, linking
+# the four one after another took 55 s on two cores, together 26 s.
+missing=()
+for c in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
+  [ -x "$out/$c" ] || missing+=("k8s.io/kubernetes/cmd/$c")
 done
-# kubectl at the same version, from the same module: the real-node Install
-# tests run the README's commands with it, and the dev cluster's users use it.
-# Its first build took 15 minutes on a shared two-core machine (490 CPU-seconds,
-# from an empty build cache); later runs find it.
-if [ ! -x "$out/kubectl" ]; then
-  echo "e2e: building kubectl $k8s (first time only, several minutes)" >&2
-  (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.tmp" "k8s.io/kubernetes/cmd/kubectl" && mv "$out/kubectl.tmp" "$out/kubectl")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "e2e: building ${missing[*]##*/} $k8s (first time only, several minutes)" >&2
+  tmp=$(mktemp -d "$out/.build.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$root/test/e2e/tools" && go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${missing[@]}")
+  mv "$tmp"/* "$out/"
 fi
+# kwok from the same module: it compiles against the client-go, apimachinery
+# and the rest that the control plane has just compiled, so only kwok's own
+# packages compile (`go install sigs.k8s.io/kwok/cmd/kwok@version` would
+# compile its own versions of them all).
 if [ ! -x "$out/kwok" ]; then
   echo "e2e: building kwok $kwok" >&2
-  GOBIN="$out" go install "sigs.k8s.io/kwok/cmd/kwok@$kwok"
+  (cd "$root/test/e2e/tools" && go build -trimpath -o "$out/kwok.tmp" sigs.k8s.io/kwok/cmd/kwok && mv "$out/kwok.tmp" "$out/kwok")
 fi
 # kwok's stage files (node ready, pod ready/complete/delete) and cert-manager's
 # CRDs come from their Go modules, so the tests validate against the real files.

@@ -24,6 +24,10 @@ type Study struct {
 	// Seed seeds the workload's resampling and shuffle and the policy's
 	// random choices. Default 0; the protocol uses 42…51.
 	Seed uint64
+	// Nodes keeps a sample of that many of the cluster's nodes, drawn by
+	// Seed as the replay draws its own (SampleNodes), the workload
+	// inflated against their capacity. Default 0: every node.
+	Nodes int
 }
 
 // Result is what a run reports, as `gpuadmit-bench packing -o json` prints it.
@@ -42,6 +46,7 @@ func RunStudy(s Study) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("load cluster: %w", err)
 	}
+	nodes = SampleNodes(nodes, s.Nodes, s.Seed)
 	pods, err := LoadPods(s.Trace, s.Workload)
 	if err != nil {
 		return Result{}, fmt.Errorf("load workload: %w", err)

@@ -12,7 +12,9 @@ import (
 // (gpuadmit-firstfit, bestfit-firstfit); the product's path on DRA pools
 // (product, see Product); and the product's path on pools the webhook pins,
 // by each way of picking the pool (pinned, pinned-mostfree,
-// pinned-scarcity, pinned-expected; see Pinned and PinOrder).
+// pinned-scarcity, pinned-expected; see Pinned and PinOrder). Besides
+// these, "product+MOD+…" names the product's path with some of
+// gpuadmit-scheduler's departures from it (ProductVariant).
 var Variants = []string{"gpuadmit-firstfit", "bestfit-firstfit",
 	"product", "pinned", "pinned-mostfree", "pinned-scarcity", "pinned-expected"}
 

@@ -79,11 +79,7 @@ func (g *Pinned) Admit(c *Cluster, p Pod) (Pod, bool) {
 	if p.GPUs == 0 {
 		return p, true
 	}
-	alts, err := g.deriver.Alternatives(context.Background(), p)
-	if err != nil {
-		return p, false
-	}
-	own, err := sameSize(p, alts)
+	_, own, err := g.deriver.own(p)
 	if err != nil {
 		return p, false
 	}

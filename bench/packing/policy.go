@@ -35,6 +35,12 @@ var Policies = []string{"random", "dotprod", "clustering", "packing", "bestfit",
 // FGD and gpuadmit need the target workload to learn its distribution of
 // requests, gpuadmit also the cluster's nodes (their GPUs per model).
 func NewPolicy(name string, workload []Pod, nodes []Node) (Policy, error) {
+	if v, ok, err := ParseProductVariant(name); ok {
+		if err != nil {
+			return nil, err
+		}
+		return NewProductVariant(workload, nodes, v)
+	}
 	switch strings.ToLower(name) {
 	case "random":
 		return Random{}, nil

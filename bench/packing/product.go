@@ -26,9 +26,13 @@ const altStep = 10.0
 // the scarcity price of the node's model included, plus altStep per step
 // down the list. The allocator then allocates those GPUs.
 type Product struct {
-	*GPUAdmit
-	deriver *ProductDeriver
-	cur     []Alt // the alternatives of the pod being placed
+	*GPUAdmit // its placer prices nothing: prices does
+	deriver   *ProductDeriver
+	cur       []Alt // the alternatives of the pod being placed
+	variant   ProductVariant
+	supply    map[string]int     // the cluster's GPUs per model
+	prices    map[string]float64 // the scarcity price per milli-GPU, by model
+	online    *onlineWorkload    // the workload learned so far (variant.Online); nil: the whole list
 }
 
 // NewProduct learns the workload as NewGPUAdmit does and derives every
@@ -36,28 +40,31 @@ type Product struct {
 // ProductDeriver); it fails where a pod would be denied or would get an
 // alternative the simulator cannot place (see sameSize).
 func NewProduct(workload []Pod, nodes []Node) (*Product, error) {
-	d, err := NewProductDeriver(context.Background(), nodes)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.check(workload); err != nil {
-		return nil, err
-	}
-	return &Product{GPUAdmit: NewGPUAdmit(workload, nodes), deriver: d}, nil
+	return NewProductVariant(workload, nodes, ProductVariant{})
 }
 
 // check derives the alternatives of every pod of workload.
 func (d *ProductDeriver) check(workload []Pod) error {
 	for _, p := range workload {
-		alts, err := d.Alternatives(context.Background(), p)
-		if err != nil {
-			return err
-		}
-		if _, err := sameSize(p, alts); err != nil {
+		if _, _, err := d.own(p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// own derives p's alternatives (Alternatives) and those of them that take
+// what p asks for (sameSize).
+func (d *ProductDeriver) own(p Pod) (alts, own []Alt, err error) {
+	alts, err = d.Alternatives(context.Background(), p)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err = sameSize(p, alts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return alts, own, nil
 }
 
 // sameSize returns the alternatives of alts that take what p asks for. An
@@ -82,21 +89,34 @@ func sameSize(p Pod, alts []Alt) ([]Alt, error) {
 
 // Admit narrows p to the models of its alternatives; a pod the webhook
 // would deny is not admitted.
+// With variant.Online, an admitted pod counts in the workload before it is
+// placed, as the plugin counts a pod once the informer holds it.
 func (g *Product) Admit(_ *Cluster, p Pod) (Pod, bool) {
 	g.cur = nil
 	if p.GPUs == 0 {
+		g.count(p)
 		return p, true
 	}
-	alts, err := g.deriver.Alternatives(context.Background(), p)
+	alts, own, err := g.deriver.own(p)
 	if err != nil {
 		return p, false
 	}
-	own, err := sameSize(p, alts)
-	if err != nil {
-		return p, false
-	}
+	g.count(p)
 	g.cur, p.Spec = alts, specOf(own)
 	return p, true
+}
+
+// count adds p to the workload learned online, revising it where due.
+func (g *Product) count(p Pod) {
+	if g.online == nil {
+		return
+	}
+	if t, ok := g.learned(p); ok {
+		g.online.add(t)
+	}
+	if kinds, ok := g.online.revise(); ok {
+		g.learn(kinds)
+	}
 }
 
 // Placed changes nothing: the product's score reads the cluster only.
@@ -113,18 +133,20 @@ func specOf(alts []Alt) string {
 	return strings.Join(models, "|")
 }
 
-// Score is −(cost of the first-fit GPUs + altStep × the alternative's
-// index) + best fit/100, the index being that of the first alternative on
-// n's model in the pod's list: on a node p fits, that one fits (Admit
-// narrowed p to the models of alternatives of its size, and sameSize
-// checked that one of its size comes first on every model).
+// Score is −(cost of the first-fit GPUs + the scarcity price of what they
+// take + altStep × the alternative's index) + best fit/100, the index
+// being that of the first alternative on n's model in the pod's list: on a
+// node p fits, that one fits (Admit narrowed p to the models of
+// alternatives of its size, and sameSize checked that one of its size
+// comes first on every model).
 func (g *Product) Score(n *NodeState, p Pod) float64 {
 	step := 0
-	if p.GPUs > 0 {
+	if p.GPUs > 0 && !g.variant.NoAltStep {
 		step = slices.IndexFunc(g.cur, func(a Alt) bool { return a.Model == n.Model })
 	}
 	cost, _ := g.placer.CostOn(fragNode(n), g.fragOf(n), allocator.FragTask{
 		MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB, GPUMilli: p.GPUMilli, GPUs: p.GPUs}, firstFitGPUs(n, p))
+	cost += g.prices[n.Model] * float64(p.GPUMilliTotal())
 	return -cost - altStep*float64(step) + bestFitTie*BestFit{}.Score(n, p)
 }
 

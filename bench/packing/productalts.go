@@ -73,6 +73,12 @@ type podKind struct {
 // NewProductDeriver loads the embedded default policies, as the webhook
 // does, and builds the inventory of one DRA node per GPU model of nodes.
 func NewProductDeriver(ctx context.Context, nodes []Node) (*ProductDeriver, error) {
+	return newProductDeriver(ctx, nodes, TraceGPUMemoryMiB)
+}
+
+// newProductDeriver is NewProductDeriver with each model's GPU memory from
+// mib.
+func newProductDeriver(ctx context.Context, nodes []Node, mib map[string]int64) (*ProductDeriver, error) {
 	// The webhook's budget for one evaluation (250 ms) is a latency bound;
 	// a benchmark sharing a loaded machine would be refused decisions it
 	// takes longer than that to make, and decisions do not depend on time.
@@ -90,11 +96,11 @@ func NewProductDeriver(ctx context.Context, nodes []Node) (*ProductDeriver, erro
 	}
 	models := slices.Sorted(maps.Keys(most))
 	for _, m := range models {
-		mib, ok := TraceGPUMemoryMiB[m]
+		memory, ok := mib[m]
 		if !ok {
 			return nil, fmt.Errorf("GPU model %q of the cluster has no memory in TraceGPUMemoryMiB", m)
 		}
-		n, s := draNode(m, mib, most[m])
+		n, s := draNode(m, memory, most[m])
 		kubeNodes, sl = append(kubeNodes, n), append(sl, s)
 	}
 	inv := inventory.BuildWithSlices(kubeNodes, sl, allocator.Default())

@@ -34,3 +34,25 @@ func hasGPU(pods []Pod) bool {
 func newRand(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
+
+// SampleNodes keeps n of nodes drawn by seed, in their order; all when n is
+// 0 or not less than len(nodes). The replay (bench/replay) runs on such a
+// sample when the machine cannot hold the whole trace, and the simulator
+// takes the same one (Study.Nodes) to compare with it.
+func SampleNodes(nodes []Node, n int, seed uint64) []Node {
+	if n <= 0 || n >= len(nodes) {
+		return nodes
+	}
+	r := rand.New(rand.NewPCG(seed, ^seed))
+	keep := make([]bool, len(nodes))
+	for _, i := range r.Perm(len(nodes))[:n] {
+		keep[i] = true
+	}
+	out := make([]Node, 0, n)
+	for i, nd := range nodes {
+		if keep[i] {
+			out = append(out, nd)
+		}
+	}
+	return out
+}

@@ -42,6 +42,9 @@ type Options struct {
 	// Timeout bounds each configuration's scheduling, from the first pod
 	// created to the last settled; zero means 9 minutes.
 	Timeout time.Duration
+	// SchedulerWorkload is the target workload gpuadmit-scheduler is
+	// given: WorkloadDerived (empty means it) or WorkloadListed.
+	SchedulerWorkload string
 	// SchedulerCPUs, when set (taskset's list: 1, 2-3), runs the scheduler
 	// under test by itself on those CPUs, and etcd, kube-apiserver and the
 	// replay on the others, as a cluster's scheduler does not share its
@@ -65,6 +68,13 @@ func (o *Options) defaults() error {
 		if !slices.Contains(AllConfigurations, c) {
 			return fmt.Errorf("configuration %q: want one of %v", c, AllConfigurations)
 		}
+	}
+	switch o.SchedulerWorkload {
+	case "":
+		o.SchedulerWorkload = WorkloadDerived
+	case WorkloadDerived, WorkloadListed:
+	default:
+		return fmt.Errorf("scheduler workload %q: want %s or %s", o.SchedulerWorkload, WorkloadDerived, WorkloadListed)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 9 * time.Minute

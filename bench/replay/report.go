@@ -32,6 +32,9 @@ type Settings struct {
 	GPUs       int    `json:"gpus"`
 	Pods       int    `json:"pods"` // created: the inflated workload up to 100% arrived
 	Listed     int    `json:"listed"`
+	// SchedulerWorkload is gpuadmit-scheduler's target workload
+	// (Options.SchedulerWorkload).
+	SchedulerWorkload string `json:"schedulerWorkload,omitempty"`
 	// SchedulerCPUs and RestCPUs are the CPUs the scheduler ran on by
 	// itself and those of everything else; empty when all shared all.
 	SchedulerCPUs string `json:"schedulerCPUs,omitempty"`
@@ -81,7 +84,7 @@ func newReport(o Options, w Workload) *Report {
 	}
 	return &Report{Started: time.Now().UTC(), Machine: admission.MachineNow(), Settings: Settings{
 		Workload: o.Workload, Seed: o.Seed, Nodes: len(w.Nodes), TraceNodes: len(all), GPUs: gpus,
-		Pods: len(w.Pods), Listed: len(w.Listed),
+		Pods: len(w.Pods), Listed: len(w.Listed), SchedulerWorkload: o.SchedulerWorkload,
 	}}
 }
 
@@ -92,6 +95,9 @@ func (r *Report) Markdown(w io.Writer) {
 		s.Workload, s.Seed, s.Nodes, s.GPUs, s.Pods, s.Listed)
 	if s.Nodes < s.TraceNodes {
 		fmt.Fprintf(w, "**Scaled down**: %d of the trace's %d nodes (a seeded sample), the workload inflated against their capacity.\n", s.Nodes, s.TraceNodes)
+	}
+	if s.SchedulerWorkload == WorkloadListed {
+		fmt.Fprintf(w, "gpuadmit-scheduler's target workload: fixed to the pod list's %d pods (GPUAdmit's args), not derived from the pods it has seen.\n", s.Listed)
 	}
 	fmt.Fprintf(w, "Machine: %s, %d cores, load before %s, after %s.\n", r.Machine.CPU, r.Machine.Cores, r.Machine.LoadBefore, r.Machine.LoadAfter)
 	if s.SchedulerCPUs != "" {

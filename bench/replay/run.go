@@ -59,6 +59,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.gpuadmit && o.SchedulerWorkload == WorkloadListed {
+			if err := fixWorkload(s.profile, listedKinds(w.Listed)); err != nil {
+				return nil, err
+			}
+		}
 		if s.gpuadmit && o.Scheduler == "" {
 			if o.Scheduler, err = buildScheduler(o.Root, logDir); err != nil {
 				return nil, err

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/gpuadmit/gpuadmit/bench/packing"
 )
@@ -31,30 +30,10 @@ func LoadWorkload(trace, name string, seed uint64, nodes int) (Workload, error) 
 	if err != nil {
 		return Workload{}, fmt.Errorf("load workload: %w", err)
 	}
-	w := Workload{Nodes: sample(all, nodes, seed), Listed: pods}
+	w := Workload{Nodes: packing.SampleNodes(all, nodes, seed), Listed: pods}
 	capacity := w.Capacity()
 	w.Pods = untilArrived(packing.Inflate(pods, capacity, packing.Ratio, seed), capacity)
 	return w, nil
-}
-
-// sample keeps n of nodes drawn by seed, in their order; all when n is 0
-// or not less than len(nodes).
-func sample(nodes []packing.Node, n int, seed uint64) []packing.Node {
-	if n <= 0 || n >= len(nodes) {
-		return nodes
-	}
-	r := rand.New(rand.NewPCG(seed, ^seed))
-	keep := make([]bool, len(nodes))
-	for _, i := range r.Perm(len(nodes))[:n] {
-		keep[i] = true
-	}
-	out := make([]packing.Node, 0, n)
-	for i, nd := range nodes {
-		if keep[i] {
-			out = append(out, nd)
-		}
-	}
-	return out
 }
 
 // untilArrived is the prefix of pods up to and including the pod at which

@@ -104,13 +104,32 @@ func TestStatusMB(t *testing.T) {
 }
 
 // TestFormulaAtTheChartsDefault checks the formula's terms against
-// docs/scale.md's first row: 1,000 nodes and 20,000 GPU pods are 130 MB of
-// heap, 240 MB typical and 306 MB peak RSS.
+// docs/scale.md's first rows: 1,000 GPU nodes, all DRA nodes, and 20,000
+// GPU pods are, for a serving replica, 145 MB of heap, 360 MB typical and
+// 396 MB peak RSS, and for the controller 180, 436 and 479 MB; the
+// requests and limits the chart and deploy/base set (352Mi and 480Mi,
+// 416Mi and 576Mi) are the typical RSS and the peak over 0.8, rounded up
+// to 32 MiB.
 func TestFormulaAtTheChartsDefault(t *testing.T) {
-	f := formulaOf(1000, 20000)
-	for name, c := range map[string][2]float64{"heap": {f.HeapMB, 130}, "typical": {f.RSSTypicalMB, 240}, "peak": {f.RSSPeakMB, 306}} {
-		if c[0] < c[1]-1.5 || c[0] > c[1]+1.5 {
-			t.Errorf("%s %.1f MB, docs/scale.md says %.0f", name, c[0], c[1])
+	for part, c := range map[string]struct {
+		f                    Formula
+		heap, typical, peak  float64
+		requestMiB, limitMiB float64
+	}{
+		"webhook":    {formulaOf(1000, 1000, 20000), 145, 360, 396, 352, 480},
+		"controller": {controllerFormulaOf(1000, 1000, 20000), 180, 436, 479, 416, 576},
+	} {
+		for name, v := range map[string][2]float64{"heap": {c.f.HeapMB, c.heap}, "typical": {c.f.RSSTypicalMB, c.typical}, "peak": {c.f.RSSPeakMB, c.peak}} {
+			if v[0] < v[1]-1.5 || v[0] > v[1]+1.5 {
+				t.Errorf("%s: %s %.1f MB, docs/scale.md says %.0f", part, name, v[0], v[1])
+			}
+		}
+		mib := func(mb float64) float64 { return mb * 1e6 / (1 << 20) }
+		if got := mib(c.f.RSSTypicalMB); got > c.requestMiB || got < c.requestMiB-32 {
+			t.Errorf("%s: the typical RSS is %.0f MiB; the request of %.0fMi is that rounded up to 32 MiB", part, got, c.requestMiB)
+		}
+		if got := mib(c.f.RSSPeakMB / 0.8); got > c.limitMiB || got < c.limitMiB-32 {
+			t.Errorf("%s: the peak over 0.8 is %.0f MiB; the limit of %.0fMi is that rounded up to 32 MiB", part, got, c.limitMiB)
 		}
 	}
 }

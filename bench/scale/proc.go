@@ -57,7 +57,7 @@ func (w *webhookProc) memory(ctx context.Context) (Memory, error) {
 		return m, fmt.Errorf("the webhook's /metrics has no %s", metricCacheObjects)
 	}
 	m.Cache = met.By(metricCacheObjects, "kind")
-	m.Formula = formulaOf(m.Cache["Node"], m.Cache["Pod"])
+	m.Formula = formulaOf(m.Cache["Node"], m.Cache["ResourceSlice"], m.Cache["Pod"])
 	return m, nil
 }
 

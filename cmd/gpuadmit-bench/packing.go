@@ -24,7 +24,9 @@ func packingCmd() *cobra.Command {
 			"GPU allocated and unallocated (% of capacity) every 5% of arrived workload from 50% to 130%\n" +
 			"and the decision time per pod. Policies: " + strings.Join(packing.Policies, ", ") + " (gpuadmit's own);\n" +
 			"variants: " + strings.Join(packing.Variants, ", ") + " (product: the product's path on DRA pools,\n" +
-			"the default policies' alternatives then gpuadmit-scheduler's score; pinned*: the webhook pins one model).\n" +
+			"the default policies' alternatives then gpuadmit-scheduler's score; pinned*: the webhook pins one model;\n" +
+			"product+MOD+…: the product's path with gpuadmit-scheduler's departures from it, MOD one of online, kinds,\n" +
+			"blind, names, step0, or plugin for the first four).\n" +
 			"The trace files are checked against --checksums first (docs/trace.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +50,7 @@ func packingCmd() *cobra.Command {
 	f.StringVar(&s.Workload, "workload", s.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
 	f.StringVar(&s.Policy, "policy", s.Policy, strings.Join(append(slices.Clone(packing.Policies), packing.Variants...), ", "))
 	f.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the workload resampling and the policy (the study uses 42…51)")
+	f.IntVar(&s.Nodes, "nodes", 0, "keep a sample of this many nodes, drawn by --seed as `replay --nodes` draws it (0: all)")
 	f.StringVarP(&output, "output", "o", "json", "json (one object)")
 	return cmd
 }

@@ -53,6 +53,8 @@ func replayCmd() *cobra.Command {
 	f.StringVar(&o.Scheduler, "scheduler", "", "gpuadmit-scheduler binary (default: $GPUADMIT_SCHEDULER_BIN, else built from scheduler/)")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each configuration's scheduling (default 9m)")
+	f.StringVar(&o.SchedulerWorkload, "scheduler-workload", replay.WorkloadDerived,
+		"gpuadmit-scheduler's target workload: derived (from the pods it has seen, as shipped) or listed (fixed to the pod list, the simulator's knowledge)")
 	f.StringVar(&o.SchedulerCPUs, "scheduler-cpus", "", "run the scheduler by itself on these CPUs (taskset's list: 1, 2-3) and the control plane and the replay on the others (default: all share all)")
 	return cmd
 }

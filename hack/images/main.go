@@ -54,7 +54,7 @@ func run(out, registry, tag, agentTags string) error {
 	if err := goBuild(agent, "./cmd/agent", "1", agentTags); err != nil {
 		return err
 	}
-	libs, err := ociimage.SharedLibraries(agent)
+	libs, err := ociimage.DriverSharedLibraries(agent)
 	if err != nil {
 		return err
 	}

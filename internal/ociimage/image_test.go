@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -129,5 +130,38 @@ func TestParseLDD(t *testing.T) {
 	}
 	if _, err := parseLDD("\tlibnvidia-ml.so.1 => not found\n"); err == nil {
 		t.Error("a library ldd cannot find is not an error")
+	}
+}
+
+// A binary that loads the NVIDIA driver's libraries with dlopen gets, beside
+// what ldd names for it, the C library's companions those libraries link,
+// from the C library's directory: without them NVML does not load in the
+// agent's image on a real GPU node.
+func TestDriverSharedLibraries(t *testing.T) {
+	bin, err := exec.LookPath("ls") // any dynamically linked binary of this machine
+	if err != nil {
+		t.Skip("no ls")
+	}
+	libs, err := DriverSharedLibraries(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libc string
+	for inImage := range libs {
+		if filepath.Base(inImage) == "libc.so.6" {
+			libc = inImage
+		}
+	}
+	if libc == "" {
+		t.Skipf("%s links no libc.so.6: %v", bin, libs)
+	}
+	for _, lib := range cCompanions {
+		p := filepath.Join(filepath.Dir(libc), lib)
+		if _, err := os.Stat(p); err != nil {
+			continue // this machine's C library has no such file
+		}
+		if libs[p] != p {
+			t.Errorf("no %s beside %s in %v", lib, libc, libs)
+		}
 	}
 }

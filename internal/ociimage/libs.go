@@ -3,7 +3,9 @@ package ociimage
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
@@ -43,6 +45,37 @@ func parseLDD(out string) (map[string]string, error) {
 			libs[f[2]] = f[2]
 		case strings.HasPrefix(f[0], "/"):
 			libs[f[0]] = f[0]
+		}
+	}
+	return libs, nil
+}
+
+// cCompanions are the C library's other libraries that the NVIDIA
+// driver's libraries link (libnvidia-ml.so.1 and libcuda.so.1 name libm,
+// libdl, libpthread and librt): a binary that loads them with dlopen at
+// run time, as go-nvml does, does not name them itself, so ldd cannot.
+var cCompanions = []string{"libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1"}
+
+// DriverSharedLibraries is SharedLibraries of a binary that loads the
+// NVIDIA driver's libraries with dlopen (the agent, through go-nvml): its
+// own, and the C library's companions those libraries need, from the
+// directory of the C library it links, where this machine has them. An
+// image with only SharedLibraries starts, and then fails to load NVML
+// (ERROR_LIBRARY_NOT_FOUND on a real GPU node).
+func DriverSharedLibraries(binary string) (map[string]string, error) {
+	libs, err := SharedLibraries(binary)
+	if err != nil {
+		return nil, err
+	}
+	for inImage, here := range libs {
+		if filepath.Base(here) != "libc.so.6" {
+			continue
+		}
+		for _, lib := range cCompanions {
+			p := filepath.Join(filepath.Dir(here), lib)
+			if _, err := os.Stat(p); err == nil {
+				libs[filepath.Join(filepath.Dir(inImage), lib)] = p
+			}
 		}
 	}
 	return libs, nil

@@ -12,8 +12,12 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
@@ -84,39 +88,147 @@ func gfdNode(i int) *corev1.Node {
 	return n
 }
 
-// BenchmarkHeapPerNode reports the heap per GPU node: its stripped Node in
-// the informer's store and its share of one inventory (b·nodes). During a
-// rebuild the old inventory lives on beside the new one for a moment.
-func BenchmarkHeapPerNode(b *testing.B) {
-	const n = 2000
-	var per float64
-	for range b.N {
-		per = heapOf(func() any {
-			store := make(map[string]any, n)
-			nodes := make([]corev1.Node, 0, n)
-			for i := range n {
-				obj, _ := inventory.StripNode(decodedNode(gfdNode(i)))
-				store[fmt.Sprint(i)] = obj
-				nodes = append(nodes, *obj.(*corev1.Node))
-			}
-			return []any{store, inventory.Build(nodes, nil)}
-		}) / n
+// informerStore is a store as controller-runtime's cache makes each
+// informer's: keyed by namespace/name, with the namespace index.
+func informerStore() toolscache.Indexer {
+	return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+}
+
+// listed is the store's objects as a cache List with UnsafeDisableDeepCopy
+// hands them to the inventory: the structs copied into a list, their maps
+// and strings shared.
+func listed[T any](store toolscache.Indexer) []T {
+	objs := store.List()
+	out := make([]T, len(objs))
+	for i, o := range objs {
+		out[i] = *o.(*T)
 	}
-	b.ReportMetric(per, "B/node")
+	return out
+}
+
+// BenchmarkHeapPerNode reports the heap per GPU node: its stripped Node in
+// the informer's store, the list an inventory is built from, and its share
+// of that inventory (b·nodes). "created" holds each node as it was built
+// from; "updated" as after the node's next update that changes nothing the
+// inventory reads (the kubelet's status, an irrelevant label): the cache
+// then holds the new object, decoded anew, while the inventory (its nodes'
+// labels) and the nodes' affinity objects keep the old one's maps until
+// the next rebuild, as a Live does. During a rebuild the old inventory
+// lives on beside the new one for a moment.
+func BenchmarkHeapPerNode(b *testing.B) {
+	for _, updated := range []bool{false, true} {
+		b.Run(map[bool]string{false: "created", true: "updated"}[updated], func(b *testing.B) {
+			const n = 2000
+			var per float64
+			for range b.N {
+				per = heapOf(func() any {
+					nodes := make([]*corev1.Node, n)
+					for i := range nodes {
+						nodes[i] = gfdNode(i)
+					}
+					return heldNodes(b, nodes, nil, nil, updated)
+				}) / n
+			}
+			b.ReportMetric(per, "B/node")
+		})
+	}
+}
+
+// heldNodes holds nodes and slices as the webhook's caches and inventory
+// do: stripped in informers' stores, an inventory built from their lists,
+// and with updated, every node replaced in its store by a new decoding of
+// itself after the build. It returns what keeps them alive.
+func heldNodes(b *testing.B, nodes []*corev1.Node, slices []*resourceapi.ResourceSlice, strip toolscache.TransformFunc, updated bool) any {
+	nodeStore, sliceStore := informerStore(), informerStore()
+	for _, n := range nodes {
+		obj, _ := inventory.StripNode(decodedNode(n))
+		if err := nodeStore.Add(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, s := range slices {
+		obj, _ := strip(s)
+		if err := sliceStore.Add(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	inv := inventory.BuildWithSlices(listed[corev1.Node](nodeStore), listed[resourceapi.ResourceSlice](sliceStore), nil)
+	if want := len(nodes); len(inv.Pools) != 1 || len(inv.Pools[0].Nodes) != want {
+		b.Fatalf("the nodes make pools %v, want one pool of %d nodes", inv.Pools, want)
+	}
+	if updated {
+		for _, n := range nodes {
+			obj, _ := inventory.StripNode(decodedNode(n))
+			if err := nodeStore.Update(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return []any{nodeStore, sliceStore, inv}
+}
+
+// draGFDNode is gfdNode i as a node of gpuadmit's DRA driver: the node-mode
+// label, no MIG extended resources (the driver publishes devices), and the
+// ResourceSlice the agent publishes for its 8 H100s, each in MIG with the
+// same instances gfdNode advertises (two 1g.10gb, one 3g.40gb): 24 devices.
+func draGFDNode(b testing.TB, i int) (*corev1.Node, []*resourceapi.ResourceSlice) {
+	n := gfdNode(i)
+	n.Labels[allocator.LabelNodeMode] = allocator.NodeModeDRA
+	for r := range n.Status.Allocatable {
+		if inventory.IsMIGResource(string(r)) {
+			delete(n.Status.Allocatable, r)
+		}
+	}
+	gpus := withMIG(b, catalogGPUs(b, "H100-80GB", 8, i), "1g.10gb", "1g.10gb", "3g.40gb")
+	return n, agentSlices(n.Name, 1, dra.Devices(gpus, dra.DeviceOptions{MIGUUIDs: migUUIDsOf(gpus)}))
+}
+
+// BenchmarkHeapPerDRANode reports the heap per GPU node of gpuadmit's DRA
+// driver as the webhook holds it: BenchmarkHeapPerNode's and its stripped
+// ResourceSlice in that informer's store and list (b·nodes + s·DRA nodes),
+// in a serving replica (RoleWebhook) and in the controller, which keeps
+// each device's UUIDs for the usage report; "created" and "updated" as
+// there.
+func BenchmarkHeapPerDRANode(b *testing.B) {
+	for _, role := range []Role{RoleWebhook, RoleController} {
+		for _, updated := range []bool{false, true} {
+			b.Run(string(role)+"/"+map[bool]string{false: "created", true: "updated"}[updated], func(b *testing.B) {
+				const n = 2000
+				var per float64
+				for range b.N {
+					strip := SliceTransform(role)
+					per = heapOf(func() any {
+						nodes := make([]*corev1.Node, n)
+						var slices []*resourceapi.ResourceSlice
+						for i := range nodes {
+							var rs []*resourceapi.ResourceSlice
+							nodes[i], rs = draGFDNode(b, i)
+							slices = append(slices, rs...)
+						}
+						return heldNodes(b, nodes, slices, strip, updated)
+					}) / n
+				}
+				b.ReportMetric(per, "B/node")
+			})
+		}
+	}
 }
 
 // BenchmarkHeapPerGPUPod reports the heap per GPU pod: the stripped pod in
-// the informer's store and its entry in free capacity's tally (c·pods).
+// the informer's store (its namespace index too) and its entry in free
+// capacity's tally (c·pods).
 func BenchmarkHeapPerGPUPod(b *testing.B) {
 	const n = 5000
 	var per float64
 	for range b.N {
 		capa := newCapacity(nil, logr.Discard())
 		per = heapOf(func() any {
-			store := make(map[string]any, n)
+			store := informerStore()
 			for i := range n {
 				obj, _ := StripPod(decoded(realisticPod(i)))
-				store[fmt.Sprint(i)] = obj
+				if err := store.Add(obj); err != nil {
+					b.Fatal(err)
+				}
 				capa.tally.set(obj.(*corev1.Pod))
 			}
 			return store
@@ -163,4 +275,52 @@ func decodedNode(n *corev1.Node) *corev1.Node {
 		panic(err)
 	}
 	return out
+}
+
+// BenchmarkHeapPerDRANodeSlices reports the heap that one DRA node's
+// ResourceSlices keep in the informer's store, as the agent publishes them
+// for 8 GPUs (shared whole GPUs; MIG, seven 1g.10gb instances each), cached
+// whole (managed fields stripped: the cache before SliceTransform) and
+// stripped as a serving replica (RoleWebhook) and the controller strip them.
+func BenchmarkHeapPerDRANodeSlices(b *testing.B) {
+	const n = 1000
+	kinds := map[string]func(i int) []resourceapi.Device{
+		"shared-8xH100": func(i int) []resourceapi.Device {
+			return dra.Devices(catalogGPUs(b, "H100-80GB", 8, i), dra.DeviceOptions{})
+		},
+		"mig-8xH100-7x1g.10gb": func(i int) []resourceapi.Device {
+			gpus := withMIG(b, catalogGPUs(b, "H100-80GB", 8, i), "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb")
+			return dra.Devices(gpus, dra.DeviceOptions{MIGUUIDs: migUUIDsOf(gpus)})
+		},
+	}
+	for kind, devices := range kinds {
+		for held, tr := range map[string]func() toolscache.TransformFunc{
+			"whole":      cache.TransformStripManagedFields,
+			"webhook":    func() toolscache.TransformFunc { return SliceTransform(RoleWebhook) },
+			"controller": func() toolscache.TransformFunc { return SliceTransform(RoleController) },
+		} {
+			b.Run(kind+"/"+held, func(b *testing.B) {
+				var per float64
+				for range b.N {
+					tr := tr() // a cache's transform, its shared maps new
+					per = heapOf(func() any {
+						store := informerStore()
+						for i := range n {
+							for _, s := range agentSlices(fmt.Sprintf("gpu-%05d", i), 1, devices(i)) {
+								obj, err := tr(s)
+								if err != nil {
+									b.Fatal(err)
+								}
+								if err := store.Add(obj); err != nil {
+									b.Fatal(err)
+								}
+							}
+						}
+						return store
+					}) / n
+				}
+				b.ReportMetric(per, "B/node")
+			})
+		}
+	}
 }

@@ -197,7 +197,7 @@ func newManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o
 
 // cacheOptions are what the manager's cache holds: only the objects
 // gpuadmit reads, each stripped to the fields it reads (see StripPod,
-// inventory.StripNode and docs/scale.md for what each costs), counted by
+// inventory.StripNode, SliceTransform and docs/scale.md for what each costs), counted by
 // kind (gpuadmit_cache_objects) until ctx ends.
 func cacheOptions(ctx context.Context, opts Options) cache.Options {
 	o := cache.Options{
@@ -216,8 +216,12 @@ func cacheOptions(ctx context.Context, opts Options) cache.Options {
 			// the usage report read no other, and other drivers'
 			// (NVIDIA's partitionable devices) are large. The API server
 			// selects ResourceSlices by spec.driver (pkg/registry/resource/
-			// resourceslice's selectable fields).
-			&resourceapi.ResourceSlice{}: {Field: fields.OneTermEqualSelector(resourceapi.ResourceSliceSelectorDriver, allocator.DRADriver)},
+			// resourceslice's selectable fields). Each keeps only what
+			// those two read, as this role reads it (SliceTransform).
+			&resourceapi.ResourceSlice{}: {
+				Field:     fields.OneTermEqualSelector(resourceapi.ResourceSliceSelectorDriver, allocator.DRADriver),
+				Transform: SliceTransform(opts.Role),
+			},
 			// Only gpuadmit-scheduler's Lease, not the nodes' heartbeats.
 			&coordinationv1.Lease{}: {
 				Namespaces: map[string]cache.Config{opts.SchedulerLeaseNamespace: {}},

@@ -51,6 +51,13 @@ type Kind struct {
 	Shares int64 `json:"shares,omitempty"`
 	// GPUs is a number of whole GPUs.
 	GPUs int `json:"gpus,omitempty"`
+	// Models are the GPU models a GPU kind accepts (as gpuadmit's agent
+	// names them: the model attribute of its devices, or of its share
+	// offer); empty accepts any. The scarcity price weighs the kinds that
+	// accept some models only against the cluster's GPUs of those models,
+	// as it weighs derived pods pinned by their node constraints or their
+	// claims' model selectors.
+	Models []string `json:"models,omitempty"`
 	// Weight is the kind's popularity; weights need not sum to 1.
 	Weight float64 `json:"weight"`
 }
@@ -89,6 +96,14 @@ func (a Args) validate() field.ErrorList {
 			set++
 			if k.GPUs < 0 {
 				errs = append(errs, field.Invalid(p.Child("gpus"), k.GPUs, "must be positive"))
+			}
+		}
+		if set == 0 && len(k.Models) > 0 {
+			errs = append(errs, field.Invalid(p.Child("models"), k.Models, "a kind without GPU accepts no GPU model"))
+		}
+		for j, m := range k.Models {
+			if m == "" {
+				errs = append(errs, field.Invalid(p.Child("models").Index(j), m, "must not be empty"))
 			}
 		}
 		if set > 1 {

@@ -48,7 +48,8 @@
 // Fragmentation is measured over a target workload: the kinds of request
 // expected and their weights. By default it is the GPU pods of the profile
 // that the scheduler knows, pending and running, counted as they come and
-// go (Args.Workload may fix it instead, with no model pinned: no price).
+// go (Args.Workload may fix it instead: a history the operator supplies,
+// each kind naming the GPU models it accepts where that is only some).
 // Each kind is counted with the GPU models it accepts: those whose nodes
 // its nodeSelector and required node affinity match, and those its DRA
 // requests' model selectors name (models.go); a pod whose claim lists
@@ -59,6 +60,11 @@
 // honest stand-in for
 // the future the simulator knows from its trace: what is asked now is the
 // best guess of what will be asked next. It leaves out pods without GPU.
+// Its weakness is a cluster's first pods: until a few hundred have come,
+// the share of pods pinned to a small model is a guess from a handful, and
+// a price too low there lets pods that run anywhere fill that model (on
+// the trace's gpuspec33 list this costs about 2 points of GPU left
+// unallocated; docs/placement.md). A fixed workload has no such start.
 // The plugin scores with the workload as of its last revision, and a new
 // revision is taken once 1% of the pods counted came or went since and the
 // distribution of kinds moved by 1% (total variation distance), so pods

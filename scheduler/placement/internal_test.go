@@ -184,10 +184,13 @@ func TestArgs(t *testing.T) {
 		wantErr string
 		want    int
 	}{
-		"no args":       {raw: "", want: 0},
-		"a workload":    {raw: `{"workload":[{"gpuMemory":"10Gi","weight":2},{"cpu":"4","weight":1}]}`, want: 2},
-		"two GPU forms": {raw: `{"workload":[{"gpuMemory":"10Gi","shares":1,"weight":1}]}`, wantErr: "workload[0]: Invalid value"},
-		"no weight":     {raw: `{"workload":[{"gpus":1}]}`, wantErr: "workload[0].weight"},
+		"no args":                      {raw: "", want: 0},
+		"a workload":                   {raw: `{"workload":[{"gpuMemory":"10Gi","weight":2},{"cpu":"4","weight":1}]}`, want: 2},
+		"two GPU forms":                {raw: `{"workload":[{"gpuMemory":"10Gi","shares":1,"weight":1}]}`, wantErr: "workload[0]: Invalid value"},
+		"no weight":                    {raw: `{"workload":[{"gpus":1}]}`, wantErr: "workload[0].weight"},
+		"models":                       {raw: `{"workload":[{"gpus":1,"models":["T4","V100"],"weight":1}]}`, want: 1},
+		"models of a kind without GPU": {raw: `{"workload":[{"cpu":"4","models":["T4"],"weight":1}]}`, wantErr: "workload[0].models"},
+		"an empty model":               {raw: `{"workload":[{"gpus":1,"models":["T4",""],"weight":1}]}`, wantErr: "workload[0].models[1]"},
 	}
 	for name, tc := range tests {
 		var obj runtime.Object

@@ -79,7 +79,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		}
 	}
 	if len(args.Workload) > 0 {
-		pl.work.fixed, pl.fixedWorkload = kindsOf(args.Workload), true
+		pl.work.fixed, pl.work.fixedPinned = kindsOf(args.Workload)
+		pl.fixedWorkload = true
 	}
 	if c := h.ClientSet(); c != nil {
 		if pl.owners, err = followRecord(ctx, c, args.recordNamespace()); err != nil {

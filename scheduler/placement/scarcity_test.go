@@ -112,3 +112,40 @@ func TestScarcityRanksAMultiModelPodWherePinnedPodsDoNotNeedIt(t *testing.T) {
 		})
 	}
 }
+
+// TestAFixedWorkloadPricesTheModelsItsKindsName: the cluster of
+// scarcityCluster, and a target workload fixed by the args instead of
+// derived from pods: 8 kinds' worth of an 8 GiB share, 2 of them accepting
+// T4 only. A pod that accepts T4 or V100 is ranked onto the V100, as when
+// the same pods are derived (T4 priced at 0.5 per milli-GPU); with the
+// kinds accepting any model it goes to its best fit, the T4. Before, a
+// fixed workload named no models, so it priced nothing and the T4 stayed
+// first whatever the args said.
+func TestAFixedWorkloadPricesTheModelsItsKindsName(t *testing.T) {
+	const (
+		anywhere = `{"gpuMemory":"8Gi","cpu":"1","memory":"1Gi","weight":6}`
+		onT4     = `{"gpuMemory":"8Gi","cpu":"1","memory":"1Gi","models":["T4"],"weight":2}`
+		onEither = `{"gpuMemory":"8Gi","cpu":"1","memory":"1Gi","models":["T4","V100"],"weight":2}`
+	)
+	tests := map[string]struct {
+		args string
+		want string // the node ranked first
+	}{
+		"no kind names a model: the best fit":    {args: `{"workload":[` + anywhere + `]}`, want: "t4"},
+		"kinds naming every model: the best fit": {args: `{"workload":[` + anywhere + `,` + onEither + `]}`, want: "t4"},
+		"a quarter of the kinds accept T4 only":  {args: `{"workload":[` + anywhere + `,` + onT4 + `]}`, want: "v100"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, objs, _ := scarcityCluster(func(name string) (*corev1.Pod, runtime.Object) {
+				return claimPod(name, name), shareClaim(name, 8)
+			})
+			p := onModels(claimPod("new", "new"), "T4", "V100")
+			got, _ := newEnv(t, tc.args, c, append(objs, shareClaim("new", 8))...).scores(t, p)
+			other := map[string]string{"t4": "v100", "v100": "t4"}[tc.want]
+			if got[tc.want] <= got[other] {
+				t.Errorf("scores %v: want %s above %s", got, tc.want, other)
+			}
+		})
+	}
+}

@@ -39,9 +39,11 @@ func kindOf(r request) kind {
 	return k
 }
 
-// kindsOf turns the args' workload into kinds.
-func kindsOf(ks []Kind) []weighted {
+// kindsOf turns the args' workload into kinds, and those that name models
+// into pinned kinds.
+func kindsOf(ks []Kind) ([]weighted, []pinnedKind) {
 	out := make([]weighted, 0, len(ks))
+	var pinned []pinnedKind
 	for _, k := range ks {
 		w := weighted{kind: kind{milliCPU: k.CPU.MilliValue(), memoryMiB: k.Memory.Value() >> 20}, weight: k.Weight}
 		switch {
@@ -53,8 +55,11 @@ func kindsOf(ks []Kind) []weighted {
 			w.dra, w.whole, w.gpus = true, true, k.GPUs
 		}
 		out = append(out, w)
+		if w.gpus > 0 {
+			pinned = append(pinned, pinnedKind{counted: counted{kind: w.kind, pin: pin{models: spellModels(k.Models)}}, weight: k.Weight})
+		}
 	}
-	return out
+	return out, pinned
 }
 
 // task is kind k on a node of shape s, as fragmentation counts it: a kind
@@ -105,7 +110,8 @@ type pinnedKind struct {
 // workload is the target workload: fixed by the args, or counted from the
 // GPU pods of the profile that the scheduler's pod informer holds.
 type workload struct {
-	fixed []weighted
+	fixed       []weighted
+	fixedPinned []pinnedKind // fixed's GPU kinds, with the models each accepts
 
 	mu      sync.Mutex
 	count   map[counted]int
@@ -143,11 +149,11 @@ func (w *workload) snapshot() (uint64, []weighted) {
 	return rev, kinds
 }
 
-// snapshotPinned is snapshot with the revision's kinds by the models they
-// accept (none for a fixed workload, whose kinds name no models).
+// snapshotPinned is snapshot with the revision's GPU kinds by the models
+// they accept.
 func (w *workload) snapshotPinned() (uint64, []weighted, []pinnedKind) {
 	if w.fixed != nil {
-		return 0, w.fixed, nil
+		return 0, w.fixed, w.fixedPinned
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

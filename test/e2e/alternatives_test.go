@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -205,9 +206,21 @@ func TestAlternativesFollowFreeCapacityUnderTheStockScheduler(t *testing.T) {
 	if _, req := podRequest(t, ctx, second); req != "gpu/shared1" {
 		t.Errorf("second: allocated %s, want gpu/shared1 (the A100 share)", req)
 	}
+	// The slice is free once the first pod's claim is gone (the
+	// resourceclaim controller deletes it after the pod): a pod created
+	// before that would find the slice taken and rightly get the share.
+	got := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(first), got); err != nil {
+		t.Fatal(err)
+	}
+	claimKey := client.ObjectKey{Namespace: first.Namespace, Name: *got.Status.ResourceClaimStatuses[0].ResourceClaimName}
 	if err := env.Client.Delete(ctx, first, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the first pod's claim to go", time.Minute, func() (bool, string) {
+		err := env.Client.Get(ctx, claimKey, &resourceapi.ResourceClaim{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get %s: %v", claimKey.Name, err)
+	})
 	create(t, ctx, third)
 	waitState(t, ctx, third, "node alt-h100-order")
 	if _, req := podRequest(t, ctx, third); req != "gpu/mig0" {

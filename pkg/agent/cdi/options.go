@@ -31,8 +31,8 @@ type Options struct {
 	// agent runs on the host, or the root is mounted at the same path.
 	ContainerDriverRoot string
 	// DevRoot is the host path of the root whose dev/ holds the NVIDIA
-	// device nodes. Empty means the driver root when it has a dev/
-	// directory (a containerized driver), else "/". A DevRoot other than
+	// device nodes. Empty means the driver root when its dev/ holds
+	// nvidiactl (a containerized driver), else "/". A DevRoot other than
 	// the driver root is read at the same path in the agent's container.
 	DevRoot string
 	// HookPath is the host path of the nvidia-cdi-hook binary the spec's
@@ -61,10 +61,13 @@ func (o *Options) defaults() {
 	}
 }
 
-// defaultDevRoot is the driver root when it holds dev/ (a driver
-// container's root, as NVIDIA's DRA driver decides), else the host's "/".
+// defaultDevRoot is the driver root when its dev/ holds the driver's
+// control node (a driver container's root), else the host's "/". A dev/
+// alone does not decide it, as it does in NVIDIA's DRA driver: a driver
+// installed read-only at /usr/local/nvidia can hold an empty dev/ while
+// the device nodes are the host's (seen on an H200 machine).
 func defaultDevRoot(host, container string) string {
-	if st, err := os.Stat(filepath.Join(container, "dev")); err == nil && st.IsDir() {
+	if st, err := os.Stat(filepath.Join(container, "dev", "nvidiactl")); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 		return host
 	}
 	return "/"

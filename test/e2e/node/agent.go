@@ -35,16 +35,26 @@ const AgentImage = "gpuadmit.local/gpuadmit-agent:e2e"
 // BuildAgentImage builds cmd/agent of the repository at root with the fake
 // NVML and imports it as AgentImage: the binary as /gpuadmit-agent (the
 // entrypoint deploy/agent's DaemonSets run) and, as go-nvml makes it a cgo
-// binary, exactly the shared libraries ldd names for it, at their paths.
+// binary, the shared libraries ldd names for it and those the driver's
+// NVML needs (ociimage.DriverSharedLibraries), at their paths, as
+// `make images` builds it.
+//
+// Where $GPUADMIT_AGENT_BIN names a built agent, that binary is imported
+// instead and nothing is built: on a GPU machine, which has no Go, the
+// hardware bundle (hack/gpu/node-bundle.sh) brings the shipped agent,
+// built without the fake NVML.
 func (n *Node) BuildAgentImage(root string) error {
-	bin := filepath.Join(n.Dir, "gpuadmit-agent")
-	cmd := exec.Command("go", "build", "-tags", "gpuadmit_fakenvml", "-trimpath", "-o", bin, "./cmd/agent")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the agent with the fake NVML: %w\n%s", err, out)
+	bin := os.Getenv("GPUADMIT_AGENT_BIN")
+	if bin == "" {
+		bin = filepath.Join(n.Dir, "gpuadmit-agent")
+		cmd := exec.Command("go", "build", "-tags", "gpuadmit_fakenvml", "-trimpath", "-o", bin, "./cmd/agent")
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build the agent with the fake NVML: %w\n%s", err, out)
+		}
 	}
 	im := Image{Name: AgentImage, Files: map[string]string{"/gpuadmit-agent": bin}, Entrypoint: []string{"/gpuadmit-agent"}, Env: []string{}}
-	libs, err := ociimage.SharedLibraries(bin)
+	libs, err := ociimage.DriverSharedLibraries(bin)
 	if err != nil {
 		return fmt.Errorf("shared libraries of the agent: %w", err)
 	}
@@ -182,6 +192,24 @@ func (g *FakeGPUs) Unmount() error {
 	return nil
 }
 
+// DriverRoot is the NVIDIA driver root on the host that the agent's
+// DaemonSet mounts: a fake one (FakeGPUs) or a GPU machine's own
+// (HostDriver).
+type DriverRoot interface {
+	// overlay is the host directory to mount as the driver root and the
+	// agent's flags that go with it.
+	overlay() (dir string, flags map[string]string)
+}
+
+func (g *FakeGPUs) overlay() (string, map[string]string) {
+	return g.Dir, map[string]string{
+		"--driver-root":           g.Dir,
+		"--container-driver-root": agentDriverRoot,
+		"--nvidia-cdi-hook-path":  g.HookPath,
+		"--fake-nvml":             filepath.Join(agentDriverRoot, fakeNVMLDir, "config.json"),
+	}
+}
+
 // Agent is gpuadmit's node agent running as its DaemonSet on the node.
 type Agent struct {
 	// DaemonSet is the DaemonSet as created.
@@ -196,14 +224,15 @@ type Agent struct {
 // daemon), and that one as shipped except what the test node needs (the
 // test overlay): AgentImage, never pulled; the host's
 // network, with KUBERNETES_SERVICE_HOST and _PORT set to the API server's
-// loopback address (there is no kube-proxy); --driver-root the fake GPUs'
+// loopback address (there is no kube-proxy); --driver-root the driver's
 // root, mounted where the manifest mounts the driver root, with the
-// nvidia-cdi-hook in it; and --fake-nvml naming their configuration. It
+// nvidia-cdi-hook (for fake GPUs in their root), and for fake GPUs
+// --fake-nvml naming their configuration. It
 // labels the node with labels, so the DaemonSet's selector picks it, and
 // waits until the agent's pod runs. args ("--flag=value") are set on the
 // agent too. The agent runs as the manifests' ServiceAccount with their
 // RBAC and ValidatingAdmissionPolicies.
-func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, gpus *FakeGPUs, labels map[string]string, args ...string) (*Agent, error) {
+func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, driver DriverRoot, labels map[string]string, args ...string) (*Agent, error) {
 	objs, err := render(root, dir)
 	if err != nil {
 		return nil, err
@@ -211,7 +240,7 @@ func (n *Node) DeployAgent(ctx context.Context, root, dir, daemonSet string, gpu
 	a := &Agent{}
 	for _, o := range objs {
 		if o.GetKind() == "DaemonSet" && o.GetName() == daemonSet {
-			if a.DaemonSet, err = n.testOverlay(o, gpus, args); err != nil {
+			if a.DaemonSet, err = n.testOverlay(o, driver, args); err != nil {
 				return nil, err
 			}
 		}
@@ -265,7 +294,7 @@ func render(root, dir string) ([]*unstructured.Unstructured, error) {
 }
 
 // testOverlay edits the DaemonSet o in place as DeployAgent says.
-func (n *Node) testOverlay(o *unstructured.Unstructured, gpus *FakeGPUs, args []string) (*appsv1.DaemonSet, error) {
+func (n *Node) testOverlay(o *unstructured.Unstructured, driver DriverRoot, args []string) (*appsv1.DaemonSet, error) {
 	ds := &appsv1.DaemonSet{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, ds); err != nil {
 		return nil, err
@@ -274,23 +303,18 @@ func (n *Node) testOverlay(o *unstructured.Unstructured, gpus *FakeGPUs, args []
 	if err != nil {
 		return nil, err
 	}
+	dir, set := driver.overlay()
 	spec := &ds.Spec.Template.Spec
 	spec.HostNetwork = true
 	for i := range spec.Volumes {
 		if v := &spec.Volumes[i]; v.Name == "driver-root" && v.HostPath != nil {
-			v.HostPath.Path = gpus.Dir
+			v.HostPath.Path = dir
 		}
 	}
 	c := &spec.Containers[0]
 	c.Image, c.ImagePullPolicy = AgentImage, corev1.PullNever
 	c.Env = append(c.Env, corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: api.Hostname()},
 		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: api.Port()})
-	set := map[string]string{
-		"--driver-root":           gpus.Dir,
-		"--container-driver-root": agentDriverRoot,
-		"--nvidia-cdi-hook-path":  gpus.HookPath,
-		"--fake-nvml":             filepath.Join(agentDriverRoot, fakeNVMLDir, "config.json"),
-	}
 	for _, a := range args {
 		name, value, _ := strings.Cut(a, "=")
 		set[name] = value

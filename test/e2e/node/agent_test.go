@@ -114,6 +114,26 @@ func TestKubeletDevicePluginGivesItsGPU(t *testing.T) {
 	noGPU(t, n)
 }
 
+// A pod written as a user writes it (gpuadmit.io/gpu-memory: 8Gi, in a
+// namespace gpuadmit's webhook serves) takes the whole path on the real
+// node: the webhook in this control plane rewrites it into one share of
+// the device-plugin pool of the node's model, the scheduler binds it, the
+// kubelet has the agent allocate the share, and the container sees that
+// GPU alone, its memory limit one share.
+func TestKubeletDevicePluginPodThroughTheWebhook(t *testing.T) {
+	n, gpus, _ := twoH100s(t, devicePluginMode)
+	pod := webhookPod(t, n, "NVIDIA H100 80GB HBM3", BusyboxImage)
+	if q := pod.Spec.Containers[0].Resources.Limits[agent.ResourceShare]; q.Value() != 1 {
+		t.Errorf("the webhook asks %s shares for 8 GiB, want 1 (a quarter of an H100)", q.String())
+	}
+	i := allocatedGPU(t, n, gpus, pod)
+	want := gpuView(gpus, i, "NVIDIA_VISIBLE_DEVICES=void", "NVIDIA_CTK_LIBCUDA_DIR=/usr/lib64",
+		fmt.Sprintf("GPUADMIT_MEMORY_LIMIT_MIB=%d", h100MiB(t)/sharesPerGPU))
+	if diff := cmp.Diff(want, containerView(t, n, pod)); diff != "" {
+		t.Errorf("pod given GPU %d (%s) through the webhook sees (-want +got):\n%s", i, gpus.UUIDs[i], diff)
+	}
+}
+
 // nvidiaRuntimeClass is the RuntimeClass whose handler is NVIDIA's
 // nvidia-container-runtime in cdi mode with
 // accept-nvidia-visible-devices-envvar-when-unprivileged = false, the
@@ -272,10 +292,10 @@ func newFakeGPUs(t *testing.T, n *Node, gpus ...fakegpu.GPUConfig) *FakeGPUs {
 
 // deployAgent runs the agent's DaemonSet until the test ends; where it did
 // not come up, the agent's log says why.
-func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, gpus *FakeGPUs, args ...string) *Agent {
+func deployAgent(t *testing.T, n *Node, dir, name string, labels map[string]string, driver DriverRoot, args ...string) *Agent {
 	t.Helper()
 	ctx := context.Background()
-	a, err := n.DeployAgent(ctx, root, dir, name, gpus, labels, args...)
+	a, err := n.DeployAgent(ctx, root, dir, name, driver, labels, args...)
 	if errors.Is(err, ErrUnavailable) && os.Getenv("GPUADMIT_REQUIRE_E2E") == "" {
 		t.Skipf("SKIPPED, NOT TESTED: %v", err)
 	}
@@ -420,6 +440,18 @@ func waitAllocatable(ctx context.Context, t *testing.T, n *Node, res corev1.Reso
 // pod's container, read from the kubelet's device-plugin checkpoint.
 func allocatedGPU(t *testing.T, n *Node, gpus *FakeGPUs, pod *corev1.Pod) int {
 	t.Helper()
+	uuid := allocatedUUID(t, n, pod)
+	if i := slices.Index(gpus.UUIDs, uuid); i >= 0 {
+		return i
+	}
+	t.Fatalf("pod %s got GPU %s, none of the node's %v", pod.Name, uuid, gpus.UUIDs)
+	return -1
+}
+
+// allocatedUUID is the UUID of the GPU whose shares the kubelet gave the
+// pod's container, read from the kubelet's device-plugin checkpoint.
+func allocatedUUID(t *testing.T, n *Node, pod *corev1.Pod) string {
+	t.Helper()
 	got, err := n.Client.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -458,12 +490,9 @@ func allocatedGPU(t *testing.T, n *Node, gpus *FakeGPUs, pod *corev1.Pod) int {
 		t.Fatalf("the kubelet gave pod %s devices of %d GPUs (%v), want 1", pod.Name, len(uuids), uuids)
 	}
 	for uuid := range uuids {
-		if i := slices.Index(gpus.UUIDs, uuid); i >= 0 {
-			return i
-		}
-		t.Fatalf("pod %s got GPU %s, none of the node's %v", pod.Name, uuid, gpus.UUIDs)
+		return uuid
 	}
-	return -1
+	return ""
 }
 
 // waitSliceDevices waits until the DRA driver publishes count GPUs of the node.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -30,8 +31,10 @@ var kubeletPorts = []string{"10250", "10248"} // API (logs, exec), healthz
 // hack/node-binaries.sh, the control plane's from hack/e2e-binaries.sh.
 var binaries = []string{"kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "cni/loopback", "pause", "nvidia-cdi-hook", "kube-apiserver", "kube-controller-manager", "etcd", "cert-manager-crds"}
 
-// busyboxPath is Debian's busybox-static, the test image's one binary.
-const busyboxPath = "/bin/busybox"
+// busyboxPath is Debian's busybox-static, the test image's one binary;
+// $GPUADMIT_BUSYBOX names another static busybox (a GPU machine's image
+// may have none, and the hardware bundle brings Debian's).
+var busyboxPath = cmp.Or(os.Getenv("GPUADMIT_BUSYBOX"), "/bin/busybox")
 
 // ErrUnavailable says this machine cannot run a node now; Check wraps it
 // with the reason, and tests skip on it.
