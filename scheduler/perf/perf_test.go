@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,10 @@ func TestMain(m *testing.M) {
 	// The harness's flags (-perf-scheduling-label-filter, -data-items-dir,
 	// -v, ...), then the tests' own.
 	if err := benchmark.InitTests(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := trimmedFixtures(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -213,4 +218,26 @@ func logs(dir string) string {
 		fmt.Fprintf(&b, "== %s\n%s\n", filepath.Base(p), s)
 	}
 	return b.String()
+}
+
+// trimmedFixtures lets the harness's API server find its certificate
+// fixtures in a binary built with -trimpath, as make test builds every
+// test. Kubernetes' test server (cmd/kube-apiserver/app/testing) finds
+// them by its own source path, which -trimpath leaves relative
+// ("k8s.io/kubernetes@v1.37.0/…"), and then accepts only bazel's
+// TEST_SRCDIR and TEST_WORKSPACE to make it absolute; relative to the
+// module cache it is the package's directory, so these name the module
+// cache. Without -trimpath, or with the variables set, nothing changes.
+func trimmedFixtures() error {
+	if _, file, _, ok := runtime.Caller(0); !ok || filepath.IsAbs(file) || os.Getenv("TEST_SRCDIR") != "" {
+		return nil
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return fmt.Errorf("built with -trimpath, so the API server's fixtures are found in the module cache: go env GOMODCACHE: %w", err)
+	}
+	if err := os.Setenv("TEST_SRCDIR", strings.TrimSpace(string(out))); err != nil {
+		return err
+	}
+	return os.Setenv("TEST_WORKSPACE", ".")
 }
