@@ -77,6 +77,14 @@ func TestKubeletDRAAlternativesTakeTheFirstThatFits(t *testing.T) {
 // GPUs, which an alternative selects its devices by.
 func publishedModel(ctx context.Context, t *testing.T, n *Node) string {
 	t.Helper()
+	return sliceAttribute(ctx, t, n, "", resourceapi.QualifiedName(allocator.DRAAttrModel))
+}
+
+// sliceAttribute is the string attribute attr that gpuadmit's DRA driver
+// publishes for the node's device (for any of its devices where device is
+// empty); the test fails where none does.
+func sliceAttribute(ctx context.Context, t *testing.T, n *Node, device string, attr resourceapi.QualifiedName) string {
+	t.Helper()
 	list, err := n.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -86,11 +94,11 @@ func publishedModel(ctx context.Context, t *testing.T, n *Node) string {
 			continue
 		}
 		for _, d := range s.Spec.Devices {
-			if a, ok := d.Attributes[resourceapi.QualifiedName(allocator.DRAAttrModel)]; ok && a.StringValue != nil {
+			if a, ok := d.Attributes[attr]; ok && a.StringValue != nil && (device == "" || d.Name == device) {
 				return *a.StringValue
 			}
 		}
 	}
-	t.Fatalf("no device of %s on %s publishes %s", dra.DriverName, n.Name, allocator.DRAAttrModel)
+	t.Fatalf("no device %q of %s on %s publishes %s", device, dra.DriverName, n.Name, attr)
 	return ""
 }

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"golang.org/x/sys/unix"
 
@@ -341,7 +340,7 @@ func TestKubeletHardwareDRAGivesItsGPU(t *testing.T) {
 	pod.Labels, pod.Spec.ResourceClaims, pod.Spec.Containers[0].Resources.Claims = claimed.Labels, claimed.Spec.ResourceClaims, claimed.Spec.Containers[0].Resources.Claims
 	runPod(t, n, pod)
 	i, consumed := claimedGPU(ctx, t, n, pod)
-	uuid := sliceUUID(ctx, t, n, dra.GPUDeviceName(i))
+	uuid := sliceAttribute(ctx, t, n, dra.GPUDeviceName(i), dra.AttrUUID)
 	view := containerView(t, n, pod)
 	if nodes := gpuNodes(view); len(nodes) != 1 {
 		t.Errorf("pod given GPU %s sees GPU device nodes %q, want exactly one", uuid, nodes)
@@ -350,27 +349,6 @@ func TestKubeletHardwareDRAGivesItsGPU(t *testing.T) {
 		t.Errorf("pod given %d MiB of GPU %s: no %q in its view", consumed, uuid, w)
 	}
 	wantCUDA(t, probe(t, n, pod, 1024), uuid, map[int64]string{1024: "CUDA_SUCCESS"})
-}
-
-// sliceUUID is the UUID the DRA driver publishes for the node's device.
-func sliceUUID(ctx context.Context, t *testing.T, n *Node, device string) string {
-	t.Helper()
-	list, err := n.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list.Items {
-		if s.Spec.Driver != dra.DriverName || ptr.Deref(s.Spec.NodeName, "") != n.Name {
-			continue
-		}
-		for _, d := range s.Spec.Devices {
-			if a, ok := d.Attributes[dra.AttrUUID]; d.Name == device && ok && a.StringValue != nil {
-				return *a.StringValue
-			}
-		}
-	}
-	t.Fatalf("no ResourceSlice of %s publishes device %s with a UUID", n.Name, device)
-	return ""
 }
 
 // throughTheWebhook runs a pod the way a user writes it, in a namespace
