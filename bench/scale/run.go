@@ -3,7 +3,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -141,13 +140,9 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if err != nil {
 		return err
 	}
-	pprof, err := freeAddr()
-	if err != nil {
-		return err
-	}
 	b.progress("starting the control plane (logs in %s)", logDir)
 	b.cl, err = cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
-		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok"}, WebhookBinary: bin, WebhookPprof: pprof,
+		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok"}, WebhookBinary: bin, WebhookPprof: cluster.PprofFreePort,
 		EtcdArgs: map[string][]string{
 			"quota-backend-bytes":       {etcdQuota},
 			"auto-compaction-mode":      {"periodic"},
@@ -170,7 +165,7 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	if b.apiserver, err = agents.FindProcess("kube-apiserver", "--secure-port="+u.Port()); err != nil {
 		return err
 	}
-	b.proc = &webhookProc{pid: pid, metrics: b.cl.WebhookMetricsURL(), pprof: pprof}
+	b.proc = &webhookProc{pid: pid, metrics: b.cl.WebhookMetricsURL(), pprof: b.cl.WebhookPprofAddr()}
 	if err := b.setup(ctx); err != nil {
 		return fmt.Errorf("step setup: %w", err)
 	}
@@ -232,13 +227,4 @@ func (b *bench) addNode(ctx context.Context, gn gpuNode) error {
 		return fmt.Errorf("publish node %s as its agent does: %w", gn.node.Name, err)
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }

@@ -52,7 +52,10 @@ type Options struct {
 	// (webhook.Run, impersonating the ServiceAccount), as the end-to-end tests do.
 	WebhookBinary string
 	// WebhookPprof is where that process serves Go's /debug/pprof (its
-	// --pprof-bind-address), to profile it; empty serves none.
+	// --pprof-bind-address), to profile it; empty serves none, and
+	// PprofFreePort a loopback port chosen free at each start
+	// (WebhookPprofAddr says which), taken again with the others when it
+	// was taken meanwhile.
 	WebhookPprof string
 	// APIServerArgs are kube-apiserver flags (names without dashes) set over
 	// envtest's defaults, for a control plane that real kubelets join

@@ -30,9 +30,16 @@ import (
 
 // runningWebhook is gpuadmit's webhook as started, in this process or as a
 // child process.
+// PprofFreePort is the Options.WebhookPprof that has each start of the
+// webhook's process serve /debug/pprof on a loopback port chosen free
+// then: a fixed address cannot be chosen again when a start finds it
+// taken.
+const PprofFreePort = "free-port"
+
 type runningWebhook struct {
 	probe   string       // host:port of /healthz and /readyz
 	metrics string       // host:port of /metrics; "" when it serves none
+	pprof   string       // host:port of /debug/pprof; "" when it serves none
 	exited  func() error // nil while it runs, else why it stopped
 	stop    func()       // stops it and waits for it to drain
 }
@@ -214,8 +221,14 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	if opts.Policies != "" {
 		args = append(args, "--policies="+opts.Policies)
 	}
+	pprof := ""
 	if c.opts.WebhookPprof != "" && p.role == webhook.RoleWebhook {
-		args = append(args, "--pprof-bind-address="+c.opts.WebhookPprof)
+		if pprof = c.opts.WebhookPprof; pprof == PprofFreePort {
+			if pprof, err = freeAddr(); err != nil {
+				return nil, err
+			}
+		}
+		args = append(args, "--pprof-bind-address="+pprof)
 	}
 	logPath := filepath.Join(c.LogDir, p.container+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -237,7 +250,7 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
 	}
 	w := &runningWebhook{
-		probe: opts.ProbeAddr, metrics: metrics,
+		probe: opts.ProbeAddr, metrics: metrics, pprof: pprof,
 		exited: func() error {
 			select {
 			case <-proc.done:
@@ -359,6 +372,15 @@ func (c *Cluster) WebhookMetricsURL() string {
 		return ""
 	}
 	return "http://" + c.webhook.metrics + "/metrics"
+}
+
+// WebhookPprofAddr is the host:port of the webhook process's /debug/pprof
+// (Options.WebhookPprof), "" when it serves none or is stopped.
+func (c *Cluster) WebhookPprofAddr() string {
+	if c.webhook == nil {
+		return ""
+	}
+	return c.webhook.pprof
 }
 
 // ControllerMetricsURL is the URL of the controller's /metrics (the
