@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/dynamic-resource-allocation/resourceslice"
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
@@ -124,26 +123,7 @@ func draNode(k draKind, r fakegpu.Reading, idx, i int) (gpuNode, error) {
 	if err != nil {
 		return gpuNode{}, fmt.Errorf("discover GPUs of %s: %w", name, err)
 	}
-	return gpuNode{node: n, gpus: gpus, slices: sliceObjects(name, dra.Resources(name, dra.Devices(gpus, dra.DeviceOptions{})))}, nil
-}
-
-// sliceObjects are the ResourceSlices the ResourceSlice controller writes
-// for one node's driver resources (generation 1, named by index), without
-// the owner reference to the Node it adds.
-func sliceObjects(node string, res resourceslice.DriverResources) []resourceapi.ResourceSlice {
-	var out []resourceapi.ResourceSlice
-	for pool, p := range res.Pools {
-		for i, s := range p.Slices {
-			rs := resourceapi.ResourceSlice{}
-			rs.Name = fmt.Sprintf("%s-%s-%d", node, dra.DriverName, i)
-			rs.Spec.Driver = dra.DriverName
-			rs.Spec.NodeName = &node
-			rs.Spec.Pool = resourceapi.ResourcePool{Name: pool, Generation: 1, ResourceSliceCount: int64(len(p.Slices))}
-			rs.Spec.Devices = s.Devices
-			out = append(out, rs)
-		}
-	}
-	return out
+	return gpuNode{node: n, gpus: gpus, slices: dra.Slices(name, dra.Resources(name, dra.Devices(gpus, dra.DeviceOptions{})))}, nil
 }
 
 // lister is NVML's device list over fake GPUs.

@@ -158,18 +158,12 @@ func (k nodeKind) slices(gpus []allocator.NodeGPU) []resourceapi.ResourceSlice {
 	return sliceObjects(node, dra.Resources(node, dra.Devices(gpus, dra.DeviceOptions{MIGUUIDs: uuids})))
 }
 
+// sliceObjects are dra.Slices with their kind and version set, as the
+// testdata's YAML holds them.
 func sliceObjects(node string, res resourceslice.DriverResources) []resourceapi.ResourceSlice {
-	var out []resourceapi.ResourceSlice
-	for pool, p := range res.Pools {
-		for i, s := range p.Slices {
-			rs := resourceapi.ResourceSlice{TypeMeta: metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceSlice"}}
-			rs.Name = fmt.Sprintf("%s-%s-%d", node, dra.DriverName, i)
-			rs.Spec.Driver = dra.DriverName
-			rs.Spec.NodeName = &node
-			rs.Spec.Pool = resourceapi.ResourcePool{Name: pool, Generation: 1, ResourceSliceCount: int64(len(p.Slices))}
-			rs.Spec.Devices = s.Devices
-			out = append(out, rs)
-		}
+	out := dra.Slices(node, res)
+	for i := range out {
+		out[i].TypeMeta = metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceSlice"}
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package dra
 
 import (
+	"fmt"
+
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 )
@@ -22,4 +24,25 @@ func Resources(node string, devs []resourceapi.Device) resourceslice.DriverResou
 		devs = devs[n:]
 	}
 	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{node: pool}}
+}
+
+// Slices are the ResourceSlices the ResourceSlice controller writes for
+// res on node, for those who write them in its place (the scale benchmark,
+// the scheduler's scheduler_perf workload): generation 1, named by index
+// after the node and the driver, without the owner reference to the Node
+// the controller adds.
+func Slices(node string, res resourceslice.DriverResources) []resourceapi.ResourceSlice {
+	var out []resourceapi.ResourceSlice
+	for pool, p := range res.Pools {
+		for i, s := range p.Slices {
+			rs := resourceapi.ResourceSlice{}
+			rs.Name = fmt.Sprintf("%s-%s-%d", node, DriverName, i)
+			rs.Spec.Driver = DriverName
+			rs.Spec.NodeName = &node
+			rs.Spec.Pool = resourceapi.ResourcePool{Name: pool, Generation: 1, ResourceSliceCount: int64(len(p.Slices))}
+			rs.Spec.Devices = s.Devices
+			out = append(out, rs)
+		}
+	}
+	return out
 }
