@@ -76,8 +76,8 @@ var hardware struct {
 func rehearsal() bool { return os.Getenv("GPUADMIT_HW_REHEARSAL") != "" }
 
 // onHardware returns the node, this machine's driver root and its GPUs,
-// after importing the agent's and the probe's images (once) and making the
-// driver root a shared bind mount of itself until the test ends (the
+// after importing the agent's and the probe's images (once) and giving the
+// driver root shared propagation until the test ends (shareDriverRoot: the
 // agent's DaemonSets mount it with HostToContainer propagation, which
 // containerd refuses from a private mount); it skips off a GPU machine.
 func onHardware(t *testing.T) (*Node, DriverRoot, []hostGPU) {
@@ -108,11 +108,11 @@ func onHardware(t *testing.T) (*Node, DriverRoot, []hostGPU) {
 // mount at its mount point and would not see a bind mount over it; else
 // dir becomes a shared bind mount of itself.
 func shareDriverRoot(t *testing.T, dir string) error {
-	mounted, err := isMountPoint(dir)
+	mounts, err := mountsUnder(dir)
 	if err != nil {
 		return err
 	}
-	if !mounted {
+	if !slices.Contains(mounts, dir) {
 		if err := sharedMount(dir); err != nil {
 			return err
 		}
@@ -132,20 +132,6 @@ func shareDriverRoot(t *testing.T, dir string) error {
 		}
 	})
 	return nil
-}
-
-// isMountPoint says whether a mount sits at dir.
-func isMountPoint(dir string) (bool, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && unescapeMount(f[4]) == dir {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // prepareHardware imports the agent (built from the repository at root,
