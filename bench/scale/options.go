@@ -44,6 +44,12 @@ type Options struct {
 	Root, BinDir string
 	// WebhookBinary is a built cmd/webhook; empty builds the repository's.
 	WebhookBinary string
+	// WebhookMemoryLimit, when positive, is the memory limit in bytes the
+	// webhook's process is told it runs under (GPUADMIT_MEMORY_LIMIT, from
+	// which it sets the Go runtime's cap) instead of deploy/base's, which
+	// is sized for 1,000 DRA nodes and 20,000 GPU pods: the limit the chart
+	// sets from the memory formula for the cluster being measured.
+	WebhookMemoryLimit int64
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.
 	LogDir string

@@ -22,6 +22,29 @@ type webhookProc struct {
 	pprof   string // host:port of /debug/pprof
 }
 
+// memoryLimit is the memory limit the process was started with, from its
+// environment: the value of its last GPUADMIT_MEMORY_LIMIT.
+func (w *webhookProc) memoryLimit() (int64, error) {
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", w.pid))
+	if err != nil {
+		return 0, fmt.Errorf("read the webhook's environment: %w", err)
+	}
+	v, found := "", false
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if name, value, ok := strings.Cut(string(kv), "="); ok && name == webhookMemoryLimitEnv {
+			v, found = value, true
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("the webhook's process has no %s in its environment", webhookMemoryLimitEnv)
+	}
+	limit, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the webhook's %s=%q: %w", webhookMemoryLimitEnv, v, err)
+	}
+	return limit, nil
+}
+
 // memory reads the process's resident memory from /proc first, then its
 // Go heap after a collection (the heap profile with gc=1), then its cache
 // object counts.

@@ -41,6 +41,10 @@ type Settings struct {
 	ChurnWarmupSeconds    float64
 	DRAEvery, Probes      int
 	PolicyBytes           int64
+	// WebhookMemoryLimit is the memory limit in bytes the webhook's
+	// process was given (its GPUADMIT_MEMORY_LIMIT), as read from the
+	// process's environment.
+	WebhookMemoryLimit int64
 }
 
 func settingsOf(o Options) Settings {
@@ -213,6 +217,7 @@ func (r *Report) WriteFiles(dir string) error {
 func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "gpuadmit-bench scale, %s to %s; %d CPUs, %s; load %s before, %s after\n\n",
 		r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339), r.Machine.CPUs, r.Machine.GoVersion, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	fmt.Fprintf(w, "The webhook's memory limit: %.0f MiB (its Go runtime's cap: 90%% of it).\n\n", float64(r.Settings.WebhookMemoryLimit)/(1<<20))
 	fmt.Fprintln(w, "| nodes (DRA) | GPU pods cached | cache objects | RSS MB | peak RSS MB | heap MB (live) | formula: heap / RSS typical / RSS peak MB | RSS / formula typical |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, s := range r.Steps {

@@ -29,6 +29,11 @@ const Namespace = "bench"
 // recommended, against its default of 2.
 const etcdQuota = "8589934592"
 
+// webhookMemoryLimitEnv is cmd/webhook's MemoryLimitEnv: the container's
+// memory limit in bytes, which deploy/base's Deployment sets from the
+// downward API (TestWebhookMemoryLimitEnvIsTheDeployments checks the name).
+const webhookMemoryLimitEnv = "GPUADMIT_MEMORY_LIMIT"
+
 // bench is a run in progress.
 type bench struct {
 	opts Options
@@ -80,6 +85,9 @@ func (b *bench) run(ctx context.Context, logDir string, rep *Report) error {
 		return err
 	}
 	var err error
+	if rep.Settings.WebhookMemoryLimit, err = b.proc.memoryLimit(); err != nil {
+		return err
+	}
 	if b.fleet, err = fleet(b.opts.Root, b.opts.Steps[len(b.opts.Steps)-1], b.opts.DRAEvery); err != nil {
 		return err
 	}
@@ -141,8 +149,13 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 		return err
 	}
 	b.progress("starting the control plane (logs in %s)", logDir)
+	var env []string
+	if b.opts.WebhookMemoryLimit > 0 {
+		env = []string{fmt.Sprintf("%s=%d", webhookMemoryLimitEnv, b.opts.WebhookMemoryLimit)}
+	}
 	b.cl, err = cluster.Start(ctx, cluster.Options{BinDir: b.opts.BinDir, Root: b.opts.Root, LogDir: logDir,
 		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok"}, WebhookBinary: bin, WebhookPprof: cluster.PprofFreePort,
+		WebhookEnv: env,
 		EtcdArgs: map[string][]string{
 			"quota-backend-bytes":       {etcdQuota},
 			"auto-compaction-mode":      {"periodic"},

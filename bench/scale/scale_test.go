@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// smokeMemoryLimit is TestSmoke's memory limit for the webhook, other
+// than deploy/base's 480Mi.
+const smokeMemoryLimit = 600 << 20
+
 // TestSmoke runs the benchmark at a tiny size on the real control plane
 // (20 nodes, 4 of them DRA; 6 pods a phase; every node's GFD timestamp
 // rewritten every 2 seconds), gpuadmit as its own process, and checks that
@@ -19,7 +23,8 @@ import (
 // duration; churn alone rebuilt nothing; every pod was created and
 // reviewed by the webhook, the template pods answered from the memo; the
 // webhook's RSS, heap and cache objects, and its and the API server's CPU,
-// were read from their processes; the fill's pods reached the cache. It
+// were read from their processes; the fill's pods reached the cache; the
+// webhook ran under the memory limit given, not deploy/base's. It
 // needs the control-plane binaries `make test` builds; without them it is
 // skipped, unless GPUADMIT_REQUIRE_E2E asks for a failure.
 func TestSmoke(t *testing.T) {
@@ -44,13 +49,17 @@ func TestSmoke(t *testing.T) {
 	// (at 2 s, one every 100 ms, an idle run could see none).
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), Options{Steps: []int{nodes}, Pods: pods, Clients: clients, ChurnPeriod: 200 * time.Millisecond,
-		ChurnWarmup: 3 * time.Second, Probes: 2, Fill: 4, FillChunk: 2, Root: root, BinDir: bin, Progress: &progress})
+		ChurnWarmup: 3 * time.Second, Probes: 2, Fill: 4, FillChunk: 2, Root: root, BinDir: bin, Progress: &progress,
+		WebhookMemoryLimit: smokeMemoryLimit})
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Steps) != 1 || len(rep.Steps[0].Phases) != 4 {
 		t.Fatalf("steps %+v, want one step of four phases", rep.Steps)
+	}
+	if rep.Settings.WebhookMemoryLimit != smokeMemoryLimit {
+		t.Errorf("the webhook ran with a memory limit of %d bytes, want the option's %d over deploy/base's", rep.Settings.WebhookMemoryLimit, smokeMemoryLimit)
 	}
 	st := rep.Steps[0]
 	if st.DRANodes != 4 || st.Slices < 4 {

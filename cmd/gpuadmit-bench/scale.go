@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuadmit/gpuadmit/bench/scale"
 )
 
 func scaleCmd() *cobra.Command {
 	var o scale.Options
-	var out string
+	var out, memLimit string
 	cmd := &cobra.Command{
 		Use:   "scale [--steps 1000,2500,5000] [--pods 2000] [-o DIR]",
 		Short: "Measure gpuadmit's webhook at 1,000 to 5,000 GPU nodes, with and without GFD label churn",
@@ -29,6 +30,13 @@ func scaleCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Progress = cmd.ErrOrStderr()
+			if memLimit != "" {
+				q, err := resource.ParseQuantity(memLimit)
+				if err != nil || q.Sign() <= 0 {
+					return fmt.Errorf("--webhook-memory-limit=%q: want a memory quantity such as 2784Mi", memLimit)
+				}
+				o.WebhookMemoryLimit = q.Value()
+			}
 			if out == "" {
 				out = filepath.Join(os.TempDir(), "gpuadmit-bench-scale-"+time.Now().UTC().Format("20060102-150405"))
 			}
@@ -52,6 +60,7 @@ func scaleCmd() *cobra.Command {
 	f.IntVar(&o.Probes, "probes", 6, "taint changes per step that time the inventory rebuild")
 	f.IntVar(&o.Fill, "fill", 0, "after the last step, create this many more pods of one template, reading memory every --fill-chunk")
 	f.IntVar(&o.FillChunk, "fill-chunk", 10000, "pods between two memory readings of --fill")
+	f.StringVar(&memLimit, "webhook-memory-limit", "", "the memory limit the webhook runs under (e.g. 2784Mi, what the chart sets from the formula for 5,000 nodes and 150,000 GPU pods; default: deploy/base's)")
 	f.StringVar(&o.WebhookBinary, "webhook-binary", "", "a built cmd/webhook (default: built from the repository into the log directory)")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")

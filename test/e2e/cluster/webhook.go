@@ -245,6 +245,7 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 		logf.Close()
 		return nil, err
 	}
+	env = append(env, c.opts.WebhookEnv...)
 	proc, err := startProcEnv(c.opts.WebhookBinary, p.container, logf, env, args...)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
