@@ -48,7 +48,8 @@ type Options struct {
 	// webhook's process is told it runs under (GPUADMIT_MEMORY_LIMIT, from
 	// which it sets the Go runtime's cap) instead of deploy/base's, which
 	// is sized for 1,000 DRA nodes and 20,000 GPU pods: the limit the chart
-	// sets from the memory formula for the cluster being measured.
+	// sets from the memory formula for the cluster being measured. The
+	// controller's process is given the same.
 	WebhookMemoryLimit int64
 	// LogDir keeps the components' logs; empty means a temporary directory,
 	// removed when the run succeeds.

@@ -57,10 +57,11 @@ type Options struct {
 	// (WebhookPprofAddr says which), taken again with the others when it
 	// was taken meanwhile.
 	WebhookPprof string
-	// WebhookEnv are NAME=value settings given to that process after the
-	// environment its Deployment gives it, so they override it: a memory
-	// limit other than the Deployment's (GPUADMIT_MEMORY_LIMIT) for a
-	// benchmark of a larger cluster than deploy/base is sized for.
+	// WebhookEnv are NAME=value settings given to gpuadmit's processes
+	// (webhook and controller, when WebhookBinary runs them) after the
+	// environment their Deployments give them, so they override it: a
+	// memory limit other than the Deployments' (GPUADMIT_MEMORY_LIMIT) for
+	// a benchmark of a larger cluster than deploy/base is sized for.
 	WebhookEnv []string
 	// APIServerArgs are kube-apiserver flags (names without dashes) set over
 	// envtest's defaults, for a control plane that real kubelets join
