@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,9 +52,8 @@ type Options struct {
 	WebhookBinary string
 	// WebhookPprof is where that process serves Go's /debug/pprof (its
 	// --pprof-bind-address), to profile it; empty serves none, and
-	// PprofFreePort a loopback port chosen free at each start
-	// (WebhookPprofAddr says which), taken again with the others when it
-	// was taken meanwhile.
+	// PprofFreePort a loopback port chosen at each start and handed to
+	// the process bound (WebhookPprofAddr says which).
 	WebhookPprof string
 	// APIServerArgs are kube-apiserver flags (names without dashes) set over
 	// envtest's defaults, for a control plane that real kubelets join
@@ -315,15 +313,6 @@ func (c *Cluster) grantWebhook(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // StartScheduler runs a second scheduler, the binary at path, with the

@@ -45,7 +45,12 @@ func startProcEnv(path, name string, logf *os.File, env []string, args ...string
 // StartProcess starts path with args, env added to this process's
 // environment, its output to logf, which it takes over.
 func StartProcess(path, name string, logf *os.File, env []string, args ...string) (*Proc, error) {
-	cmd := exec.Command(path, args...)
+	return startCmd(exec.Command(path, args...), name, logf, env)
+}
+
+// startCmd is StartProcess for a command made ready by the caller (files
+// it inherits, say).
+func startCmd(cmd *exec.Cmd, name string, logf *os.File, env []string) (*Proc, error) {
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
