@@ -322,15 +322,15 @@ func (c *Cluster) grantWebhook(ctx context.Context) error {
 // cluster. It serves no port unless args (flags of kube-scheduler, after
 // and so over the defaults) say otherwise: --secure-port=N for its metrics.
 func (c *Cluster) StartScheduler(path, name, user string, config map[string]any, args ...string) error {
-	return c.StartSchedulerWrapped(nil, path, name, user, config, args...)
+	_, err := c.startScheduler(nil, path, name, user, config, args...)
+	return err
 }
 
-// StartSchedulerWrapped is StartScheduler with the scheduler run by the
+// StartSchedulerWrapped is StartSchedulerProc with the scheduler run by the
 // command wrap, which is given the scheduler's path and arguments after its
 // own (taskset --cpu-list 1, say); nil runs the scheduler itself.
-func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, config map[string]any, args ...string) error {
-	_, err := c.startScheduler(wrap, path, name, user, config, args...)
-	return err
+func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, config map[string]any, args ...string) (*Proc, error) {
+	return c.startScheduler(wrap, path, name, user, config, args...)
 }
 
 // StartSchedulerProc is StartScheduler, returning the process, for a test
