@@ -29,17 +29,7 @@ func startProc(path, name, logDir string, args ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startProcLog(path, name, logf, args...)
-}
-
-// startProcLog is startProc with the log file given; it takes logf over.
-func startProcLog(path, name string, logf *os.File, args ...string) (*Proc, error) {
-	return startProcEnv(path, name, logf, nil, args...)
-}
-
-// startProcEnv is startProcLog with env added to this process's environment.
-func startProcEnv(path, name string, logf *os.File, env []string, args ...string) (*Proc, error) {
-	return StartProcess(path, name, logf, env, args...)
+	return StartProcess(path, name, logf, nil, args...)
 }
 
 // StartProcess starts path with args, env added to this process's

@@ -28,13 +28,13 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
 
-// runningWebhook is gpuadmit's webhook as started, in this process or as a
-// child process.
 // PprofFreePort is the Options.WebhookPprof that has each start of the
 // webhook's process serve /debug/pprof on a loopback port chosen then and
 // handed to it bound, as its probe and metrics ports are.
 const PprofFreePort = "free-port"
 
+// runningWebhook is gpuadmit's webhook as started, in this process or as a
+// child process.
 type runningWebhook struct {
 	probe   string       // host:port of /healthz and /readyz
 	metrics string       // host:port of /metrics; "" when it serves none
@@ -162,12 +162,8 @@ func (c *Cluster) startWebhookInProcess(ctx context.Context, p part, opts webhoo
 	}, nil
 }
 
-// errPortTaken is a part's process that exited because a port it was
-// given had been taken meanwhile.
-var errPortTaken = errors.New("a port chosen free was taken before the process bound it")
-
 // retryPortTaken starts a part's process again, at most tries times in
-// all, while it fails with errPortTaken. Its probe, metrics and pprof
+// all, while it fails with listener.ErrTaken. Its probe, metrics and pprof
 // ports are handed to it bound and cannot be taken; the webhook's serving
 // port can: envtest chooses it free and releases it before the API server
 // is told of it, and controller-runtime's webhook server binds it itself.
@@ -176,7 +172,7 @@ var errPortTaken = errors.New("a port chosen free was taken before the process b
 func retryPortTaken(tries int, start func() (*runningWebhook, error)) (*runningWebhook, error) {
 	for i := 1; ; i++ {
 		w, err := start()
-		if err == nil || i >= tries || !errors.Is(err, errPortTaken) {
+		if err == nil || i >= tries || !errors.Is(err, listener.ErrTaken) {
 			return w, err
 		}
 	}
@@ -187,7 +183,7 @@ func retryPortTaken(tries int, start func() (*runningWebhook, error)) (*runningW
 // (deploymentEnv), opts' settings, a kubeconfig of the part's
 // ServiceAccount, and its probes and /metrics on loopback ports bound here
 // and handed to it (--*-bind-address=fd:N), and waits until it serves both
-// (errPortTaken where it exits because its webhook port was taken). It
+// (listener.ErrTaken where it exits because its webhook port was taken). It
 // logs to <container>.log and is stopped with SIGTERM, as a kubelet stops
 // it.
 func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWebhook, error) {
@@ -271,7 +267,7 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	if err := w.waitListening(time.Minute); err != nil {
 		w.stop()
 		if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > before && listener.TakenIn(string(b[before:])) {
-			return nil, fmt.Errorf("%w: %w", errPortTaken, err)
+			return nil, fmt.Errorf("%w: %w", listener.ErrTaken, err)
 		}
 		return nil, err
 	}
