@@ -172,8 +172,39 @@ func newBundle(t *testing.T) *certs.Bundle {
 	return b
 }
 
+// ownPoliciesOverlay writes the overlay README.md shows a user who keeps
+// their own policies: the configmap overlay, its generator's files
+// replaced by files (name → content) beside it.
+func ownPoliciesOverlay(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	base, err := filepath.Abs(filepath.Join("overlays", "configmap"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "resources:\n  - " + rel + "\nconfigMapGenerator:\n  - name: gpuadmit-policies\n    namespace: gpuadmit-system\n    behavior: replace\n    files:\n"
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Join(dir, "policies"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "policies", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		k += "      - policies/" + name + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // defaultPolicies reads the repository's default policy set as a ConfigMap
-// would hold it: file name → content, for *.rego and *.yaml.
+// would hold it: file name → content, for *.rego and *.yaml but
+// kustomization.yaml, the file that makes that ConfigMap.
 func defaultPolicies(t *testing.T) map[string]string {
 	t.Helper()
 	rego, err := filepath.Glob(filepath.Join("..", "policies", "*.rego"))
@@ -186,6 +217,9 @@ func defaultPolicies(t *testing.T) map[string]string {
 	}
 	files := map[string]string{}
 	for _, p := range append(rego, data...) {
+		if filepath.Base(p) == "kustomization.yaml" {
+			continue
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -206,6 +240,7 @@ type variant struct {
 func TestKustomize(t *testing.T) {
 	tl := findTools(t)
 	devDir, bundle := devOverlay(t)
+	ownPolicies := map[string]string{"decision.rego": "package gpuadmit\n", "data.yaml": "gpuadmit: {}\n"}
 	tests := map[string]struct {
 		dir string
 		variant
@@ -215,6 +250,8 @@ func TestKustomize(t *testing.T) {
 		"dev with generated certs": {dir: devDir, variant: variant{check: all(checkSecretCA(bundle, true), checkDevRecordKey(devDir))}},
 		"configmap policies": {dir: "overlays/configmap", variant: variant{
 			policies: "--policies=/policies", check: all(checkCertManager, checkConfigMapPolicies(defaultPolicies(t)))}},
+		"your own policies over the configmap overlay": {dir: ownPoliciesOverlay(t, ownPolicies), variant: variant{
+			policies: "--policies=/policies", check: all(checkCertManager, checkConfigMapPolicies(ownPolicies))}},
 		"git-sync policies": {dir: "overlays/git-sync", variant: variant{
 			policies: "--policies=/git/current/policies", check: all(checkCertManager, checkGitSync)}},
 	}

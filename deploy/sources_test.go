@@ -187,8 +187,8 @@ func verify(t *testing.T, caBundle, cert []byte, dnsName string) {
 
 // checkConfigMapPolicies: the webhook loads /policies from ConfigMap
 // gpuadmit-policies, which holds exactly want (the repository's default
-// policy set; a drifted copy fails here). Nil want means the chart only
-// mounts a ConfigMap made elsewhere.
+// policy set, every file of it). Nil want means the chart only mounts a
+// ConfigMap made elsewhere.
 func checkConfigMapPolicies(want map[string]string) func(*testing.T, objects) {
 	return func(t *testing.T, objs objects) {
 		t.Helper()
@@ -206,8 +206,8 @@ func checkConfigMapPolicies(want map[string]string) func(*testing.T, objects) {
 		}
 		cm := get[*corev1.ConfigMap](t, objs, k.Kind, k.Namespace, k.Name)
 		if diff := cmp.Diff(want, cm.Data); diff != "" {
-			t.Errorf("ConfigMap gpuadmit-policies differs from policies/ (-policies/ +ConfigMap); copy policies/*.rego and *.yaml "+
-				"into deploy/overlays/configmap/policies/ and list them in its kustomization.yaml:\n%s", diff)
+			t.Errorf("ConfigMap gpuadmit-policies differs from policies/ (-policies/ +ConfigMap); list every policy file "+
+				"in policies/kustomization.yaml's configMapGenerator:\n%s", diff)
 		}
 	}
 }

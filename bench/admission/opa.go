@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -86,10 +85,8 @@ func startOPA(bin, host string, port int, certDir string, caPEM []byte, logDir s
 func (s *opaServer) waitHealthy(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			return errors.New("opa exited; see opa.log")
-		default:
+		if err := s.exited(); err != nil {
+			return err
 		}
 		if resp, err := s.client.Get(s.base + "/health"); err == nil {
 			resp.Body.Close()

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 )
 
 // child is a webhook server the benchmark runs as a process of its own,
@@ -21,6 +23,7 @@ import (
 type child struct {
 	name string
 	cmd  *exec.Cmd
+	log  string // its log file
 	done chan struct{}
 }
 
@@ -49,7 +52,7 @@ func startChild(path, name, logDir string, args ...string) (*child, error) {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, log: logf.Name(), done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(c.done) }()
 	return c, nil
 }
@@ -62,10 +65,8 @@ func (c *child) waitServing(addr string, caPEM []byte, metricsURL string, timeou
 	pool.AppendCertsFromPEM(caPEM)
 	dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: &tls.Config{RootCAs: pool}}
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		select {
-		case <-c.done:
-			return fmt.Errorf("%s exited (%s); see %s.log", c.name, c.cmd.ProcessState, c.name)
-		default:
+		if err := c.exited(); err != nil {
+			return err
 		}
 		conn, err := dialer.Dial("tcp", addr)
 		if err != nil {
@@ -82,6 +83,22 @@ func (c *child) waitServing(addr string, caPEM []byte, metricsURL string, timeou
 		}
 	}
 	return fmt.Errorf("%s not serving on %s after %s", c.name, addr, timeout)
+}
+
+// exited is nil while the child runs, else why it stopped:
+// listener.ErrTaken when its log says a port it was given had been taken
+// (it binds its ports itself, after they were chosen free), so that its
+// start is made again on new ports.
+func (c *child) exited() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	if b, err := os.ReadFile(c.log); err == nil && listener.TakenIn(string(b)) {
+		return fmt.Errorf("%s exited (%s): %w; see %s", c.name, c.cmd.ProcessState, listener.ErrTaken, c.log)
+	}
+	return fmt.Errorf("%s exited (%s); see %s", c.name, c.cmd.ProcessState, c.log)
 }
 
 // stop sends SIGTERM, then SIGKILL after five seconds.
@@ -104,7 +121,7 @@ func startNoop(host string, port int, certDir string, caPEM []byte, logDir, repl
 	if err != nil {
 		return nil, "", err
 	}
-	metrics, err := freePort("127.0.0.1")
+	metrics, err := listener.Port("127.0.0.1")
 	if err != nil {
 		return nil, "", err
 	}

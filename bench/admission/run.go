@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
 )
 
@@ -141,16 +142,17 @@ func (b *bench) start(ctx context.Context, logDir string) error {
 	return nil
 }
 
+// startNoop starts the no-op webhook; it binds the ports it is given
+// itself, so a start that finds one taken is made again on new ones.
 func (b *bench) startNoop(host, certDir string, ca []byte, logDir string, urls map[string]string) error {
-	port, err := freePort(host)
+	var metricsURL string
+	port, err := listener.Retry(host, 3, func(port int) (err error) {
+		b.noop, metricsURL, err = startNoop(host, port, certDir, ca, logDir, b.replayFile)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	noop, metricsURL, err := startNoop(host, port, certDir, ca, logDir, b.replayFile)
-	if err != nil {
-		return err
-	}
-	b.noop = noop
 	for config, path := range map[string]string{Noop: NoopPath, Patch: PatchPath, Replay: ReplayPath} {
 		urls[config] = fmt.Sprintf("https://%s%s", net.JoinHostPort(host, strconv.Itoa(port)), path)
 		b.scr.servers[config] = scraperOf(metricsURL)
@@ -158,12 +160,14 @@ func (b *bench) startNoop(host, certDir string, ca []byte, logDir string, urls m
 	return nil
 }
 
+// startOPA starts OPA with the cluster's data; OPA binds the port it is
+// given itself, so a start that finds it taken is made again on a new one.
 func (b *bench) startOPA(ctx context.Context, host, certDir string, ca []byte, logDir string, urls map[string]string) error {
-	port, err := freePort(host)
-	if err != nil {
+	_, err := listener.Retry(host, 3, func(port int) (err error) {
+		b.opa, err = startOPA(b.opts.OPA, host, port, certDir, ca, logDir)
 		return err
-	}
-	if b.opa, err = startOPA(b.opts.OPA, host, port, certDir, ca, logDir); err != nil {
+	})
+	if err != nil {
 		return err
 	}
 	ns := corev1.Namespace{}
@@ -207,15 +211,6 @@ func (b *bench) setup(ctx context.Context) error {
 		g.Go(func() error { return b.cl.AddNode(gctx, b.nodes[i].DeepCopy()) })
 	}
 	return g.Wait()
-}
-
-func freePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func scraperOf(url string) func(context.Context) (families, error) {

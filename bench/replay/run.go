@@ -20,6 +20,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
 )
 
@@ -221,39 +222,49 @@ func (r *replay) setup(ctx context.Context) error {
 }
 
 // startScheduler runs the configuration's scheduler with a metrics port
-// that serves /metrics to anyone, and waits until it is ready.
+// that serves /metrics to anyone, and waits until it is ready. The
+// scheduler binds the port it is given itself, so a start that finds it
+// taken since it was chosen is made again on a new one.
 func (r *replay) startScheduler(ctx context.Context) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
 	bin, user := filepath.Join(r.o.BinDir, "kube-scheduler"), "system:kube-scheduler"
 	if r.s.gpuadmit {
 		bin, user = r.o.Scheduler, "system:serviceaccount:gpuadmit-system:gpuadmit-scheduler"
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	r.metrics = "https://" + addr + "/metrics"
 	var wrap []string
 	if r.cpus != nil {
 		wrap = r.cpus.wrap()
 	}
-	if err := r.cl.StartSchedulerWrapped(wrap, bin, "scheduler", user, r.s.profile, "--secure-port="+strconv.Itoa(port),
-		"--bind-address=127.0.0.1", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"); err != nil {
-		return err
-	}
-	return until(ctx, 60*time.Second, func() (bool, error) {
-		_, err := admission.Get(ctx, insecure, "https://"+addr+"/readyz")
-		return err == nil, nil
+	_, err := listener.Retry("127.0.0.1", 3, func(port int) error {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		p, err := r.cl.StartSchedulerWrapped(wrap, bin, "scheduler", user, r.s.profile, "--secure-port="+strconv.Itoa(port),
+			"--bind-address=127.0.0.1", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+		if err != nil {
+			return err
+		}
+		err = until(ctx, 60*time.Second, func() (bool, error) {
+			if p.Exited() {
+				return false, exitError("scheduler", r.cl.Tail("scheduler", 10))
+			}
+			_, err := admission.Get(ctx, insecure, "https://"+addr+"/readyz")
+			return err == nil, nil
+		})
+		if err != nil {
+			p.Stop()
+			return err
+		}
+		r.metrics = "https://" + addr + "/metrics"
+		return nil
 	})
+	return err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// exitError is a component that exited before it was ready, with the end
+// of its log; listener.ErrTaken when that says a port was taken.
+func exitError(name, tail string) error {
+	if listener.TakenIn(tail) {
+		return fmt.Errorf("%s exited: %w:\n%s", name, listener.ErrTaken, tail)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return fmt.Errorf("%s exited before it was ready:\n%s", name, tail)
 }
 
 // until polls cond every 200ms until it holds, fails, ctx ends or timeout passes.

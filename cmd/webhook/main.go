@@ -26,9 +26,9 @@ func main() {
 	flag.DurationVar(&o.SealWindow, "seal-window", 0, "how long a pod's own seal is taken as it stands, for the API server's reinvocation of the same request; later the pod is decided again (default 90s: the API server's default --request-timeout of 60s plus clock skew; keep it above the API server's --request-timeout)")
 	flag.StringVar(&o.Host, "host", "", "address the webhook listens on (default all)")
 	flag.IntVar(&o.Port, "port", 9443, "webhook port")
-	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables`)
-	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address")
-	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", `Go's /debug/pprof address (for profiling); empty or "0" serves none`)
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `Prometheus /metrics address; "0" disables; fd:N serves on the listening socket inherited as descriptor N`)
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "/healthz and /readyz address; fd:N serves on the listening socket inherited as descriptor N")
+	flag.StringVar(&o.PprofAddr, "pprof-bind-address", "", `Go's /debug/pprof address (for profiling); empty or "0" serves none; fd:N serves on the listening socket inherited as descriptor N`)
 	flag.BoolVar(&o.LeaderElection, "leader-elect", false, "run the reconcilers on one replica only, elected with a Lease (ignored by --role=webhook)")
 	flag.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the namespace the replica runs in)")
 	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease and of the record of the pools it may own (default: the namespace the replica runs in)")
@@ -41,6 +41,10 @@ func main() {
 	o.PodName, o.PodNamespace = os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
 	var err error
 	if o.Role, err = webhook.ParseRole(role); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := inherit(&o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

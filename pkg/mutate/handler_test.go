@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/gpuadmit/gpuadmit/certs"
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -323,52 +324,52 @@ func serveTLS(t *testing.T, handlers map[string]admission.Handler) (string, *htt
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
-		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
-	}}})
-	for path, h := range handlers {
-		srv.Register(path, &admission.Webhook{Handler: h})
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- srv.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(b.CACert)
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d", port)
-	waitServing(t, client, url, stopped)
-	return url, client
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// controller-runtime's server binds the port it is given itself, so
+	// one taken since it was chosen (tests run side by side) is chosen again.
+	port, err := listener.Retry("127.0.0.1", 3, func(port int) error {
+		srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: port, TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
+		}}})
+		for path, h := range handlers {
+			srv.Register(path, &admission.Webhook{Handler: h})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan error, 1)
+		go func() { stopped <- srv.Start(ctx) }()
+		if err := waitServing(client, fmt.Sprintf("https://127.0.0.1:%d", port), stopped); err != nil {
+			cancel()
+			return err
+		}
+		t.Cleanup(func() { cancel(); <-stopped })
+		return nil
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("webhook server: %v", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return fmt.Sprintf("https://127.0.0.1:%d", port), client
 }
 
-// waitServing polls url until the server answers, for at most ten seconds.
-func waitServing(t testing.TB, client *http.Client, url string, stopped <-chan error) {
-	t.Helper()
+// waitServing polls url until the server answers, for at most ten seconds;
+// the server's error if it stops first.
+func waitServing(client *http.Client, url string, stopped chan error) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := client.Get(url + "/")
 		if err == nil {
 			resp.Body.Close()
-			return
+			return nil
 		}
 		select {
 		case err := <-stopped:
-			t.Fatalf("webhook server stopped: %v", err)
+			stopped <- err // for the caller's cleanup, which waits on it
+			return fmt.Errorf("stopped: %w", err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("webhook server not answering after 10s: %v", err)
+			return fmt.Errorf("not answering after 10s: %w", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

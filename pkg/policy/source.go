@@ -55,7 +55,7 @@ func (s Source) load() (*loader.Result, error) {
 	if root == "" {
 		fl, root = fl.WithFS(s.FS), "."
 	}
-	return fl.Filtered([]string{root}, skipHidden)
+	return fl.Filtered([]string{root}, skip)
 }
 
 // loadBundle reads an OPA bundle into the same shape as a directory.
@@ -74,9 +74,23 @@ func loadBundle(fl loader.FileLoader, path string) (*loader.Result, error) {
 	return res, nil
 }
 
-// skipHidden leaves out dot-files and dot-directories below the root: .git,
-// and the ..data / ..2026_… entries of a mounted ConfigMap (whose visible
-// names are symlinks into them).
-func skipHidden(_ string, info fs.FileInfo, depth int) bool {
-	return depth > 0 && strings.HasPrefix(info.Name(), ".")
+// skip leaves out, below the root, dot-files and dot-directories (.git,
+// and the ..data / ..2026_… entries of a mounted ConfigMap, whose visible
+// names are symlinks into them) and kustomize's build file: the default
+// set's directory holds a kustomization.yaml that makes its ConfigMap, and
+// a copy of that directory in Git keeps it, but it is no data document.
+func skip(_ string, info fs.FileInfo, depth int) bool {
+	if depth == 0 {
+		return false
+	}
+	switch name := info.Name(); {
+	case strings.HasPrefix(name, "."):
+		return true
+	case !info.IsDir() && kustomization[name]:
+		return true
+	}
+	return false
 }
+
+// kustomization are the file names kustomize reads a kustomization from.
+var kustomization = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}

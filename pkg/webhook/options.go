@@ -39,8 +39,17 @@ type Options struct {
 	// choosing a free port and binding it later could lose it to another
 	// process meanwhile. Nil listens on ProbeAddr.
 	ProbeListener net.Listener
+	// MetricsListener, when set, serves /metrics instead of MetricsAddr,
+	// and Run closes it when it returns: a listener its caller bound (or
+	// inherited, cmd/webhook's --metrics-bind-address=fd:N), for the reason
+	// ProbeListener gives. Nil listens on MetricsAddr.
+	MetricsListener net.Listener
 	// PprofAddr serves Go's /debug/pprof; empty or "0" serves none.
 	PprofAddr string
+	// PprofListener, when set, serves /debug/pprof instead of PprofAddr,
+	// and Run closes it when it returns, as MetricsListener. Nil listens on
+	// PprofAddr.
+	PprofListener net.Listener
 	// PodName and PodNamespace name this replica, for Events about policy loads; empty records none.
 	PodName, PodNamespace string
 	// PodEvents also records a GPUAdmitted Event for every pod gpuadmit

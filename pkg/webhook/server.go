@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -65,8 +66,10 @@ func init() { metrics.Registry.MustRegister(certExpiry) }
 // webhook (then stops accepting reviews and drains those in flight), runs
 // the reconcilers, or both.
 func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) error {
-	if opts.ProbeListener != nil {
-		defer opts.ProbeListener.Close()
+	for _, ln := range []net.Listener{opts.ProbeListener, opts.MetricsListener, opts.PprofListener} {
+		if ln != nil {
+			defer ln.Close()
+		}
 	}
 	opts.defaults()
 	scheme := runtime.NewScheme()
@@ -118,6 +121,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options, log logr.Logger) e
 		}
 	}
 	if err := mgr.Add(&probes{addr: opts.ProbeAddr, ln: opts.ProbeListener, checks: checks, log: log}); err != nil {
+		return err
+	}
+	if err := addServed(mgr, opts, log); err != nil {
 		return err
 	}
 	log.Info("starting gpuadmit", "role", opts.Role, "port", opts.Port, "policies", policyName(opts.Policies))
@@ -180,12 +186,19 @@ func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine,
 
 func newManager(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts Options, cw *certwatcher.CertWatcher, log logr.Logger) (manager.Manager, error) {
 	timeout := opts.ShutdownTimeout
+	metricsAddr, pprofAddr := opts.MetricsAddr, opts.PprofAddr
+	if opts.MetricsListener != nil {
+		metricsAddr = "0" // served on the listener (addServed)
+	}
+	if opts.PprofListener != nil {
+		pprofAddr = ""
+	}
 	return ctrl.NewManager(cfg, manager.Options{
 		Scheme:                  scheme,
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  "0", // probes are served by probes, with detail
-		PprofBindAddress:        opts.PprofAddr,
+		PprofBindAddress:        pprofAddr,
 		GracefulShutdownTimeout: &timeout,
 		LeaderElection:          opts.leaderElects(),
 		LeaderElectionID:        "gpuadmit-quota",

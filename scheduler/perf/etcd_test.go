@@ -9,7 +9,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
+
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 )
 
 // The harness starts etcd listening on a Unix socket only
@@ -60,37 +64,83 @@ func isEtcdShim() bool { return filepath.Base(os.Args[0]) == "etcd" && os.Getenv
 // runEtcdShim runs the real etcd with the harness's arguments, its client
 // URL a free local port instead of the socket, and proxies the socket to
 // it until etcd exits; etcd dies with the shim (the harness kills the
-// shim to stop etcd).
+// shim to stop etcd). etcd 3.4 takes only a port number and binds it
+// itself, so when another process took the port first (etcd says
+// "address already in use") it is started again on a new one.
 func runEtcdShim() error {
-	args, socket, err := shimArgs(os.Args[1:])
+	_, socket, err := shimArgs(os.Args[1:], 0)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(os.Getenv(realEtcdEnv), args.list...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	l, err := net.Listen("unix", socket)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
+	var client atomic.Pointer[string] // where etcd serves now
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go proxy(c, args.client)
+			go proxy(c, client.Load())
 		}
 	}()
-	return cmd.Wait()
+	_, err = listener.Retry("127.0.0.1", 3, func(port int) error {
+		args, _, err := shimArgs(os.Args[1:], port)
+		if err != nil {
+			return err
+		}
+		client.Store(&args.client)
+		return runEtcd(args.list)
+	})
+	return err
 }
 
-func proxy(c net.Conn, addr string) {
+// runEtcd runs the real etcd until it exits; listener.ErrTaken when it
+// exits because its port was taken (it says so as it starts).
+func runEtcd(args []string) error {
+	start := &headWriter{max: 64 << 10}
+	cmd := exec.Command(os.Getenv(realEtcdEnv), args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, io.MultiWriter(os.Stderr, start)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err := cmd.Run()
+	if err != nil && listener.TakenIn(start.String()) {
+		return fmt.Errorf("etcd: %w: %w", listener.ErrTaken, err)
+	}
+	return err
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	max int
+	mu  sync.Mutex
+	b   strings.Builder
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if room := w.max - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// proxy carries c to etcd at addr; nil (no etcd started yet) closes c,
+// as a dial to an etcd not serving yet would fail.
+func proxy(c net.Conn, addr *string) {
 	defer c.Close()
-	up, err := net.Dial("tcp", addr)
+	if addr == nil {
+		return
+	}
+	up, err := net.Dial("tcp", *addr)
 	if err != nil {
 		return
 	}
@@ -105,12 +155,8 @@ type etcdArgs struct {
 }
 
 // shimArgs rewrites the harness's arguments for etcd 3.4: the client URLs
-// a free local port; the socket the harness asked for is returned.
-func shimArgs(in []string) (etcdArgs, string, error) {
-	port, err := freePort()
-	if err != nil {
-		return etcdArgs{}, "", err
-	}
+// a local port; the socket the harness asked for is returned.
+func shimArgs(in []string, port int) (etcdArgs, string, error) {
 	out := etcdArgs{client: fmt.Sprintf("127.0.0.1:%d", port)}
 	socket := ""
 	for i := 0; i < len(in); i++ {
@@ -130,13 +176,4 @@ func shimArgs(in []string) (etcdArgs, string, error) {
 		return etcdArgs{}, "", errors.New("etcd shim: no unix:// --listen-client-urls among the arguments")
 	}
 	return out, socket, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

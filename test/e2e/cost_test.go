@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 )
 
@@ -113,34 +114,15 @@ func startPrometheus(t *testing.T, target string) prometheus {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	// Prometheus binds the address it is given itself: a start that finds
+	// the port taken since it was chosen is made again on a new one.
+	var addr string
+	if _, err := listener.Retry("127.0.0.1", 3, func(port int) error {
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		return runPrometheus(t, bin, dir, addr)
+	}); err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	logf, err := os.Create(filepath.Join(env.LogDir, "prometheus.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logf.Close()
-	})
 	p := prometheus{addr: addr}
 	waitFor(t, "prometheus scrapes the controller", 60*time.Second, func() (bool, string) {
 		v, err := p.query(`up{job="gpuadmit-controller"}`)
@@ -150,6 +132,57 @@ func startPrometheus(t *testing.T, target string) prometheus {
 		return v == 1, fmt.Sprintf("up = %v", v)
 	})
 	return p
+}
+
+// runPrometheus runs bin with the configuration in dir, serving on addr,
+// logging to prometheus.log, until the test ends, and waits until it is
+// ready; listener.ErrTaken when it exits because addr was taken.
+func runPrometheus(t *testing.T, bin, dir, addr string) error {
+	t.Helper()
+	logPath := filepath.Join(env.LogDir, "prometheus.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		select {
+		case <-done:
+			logf.Close()
+			if b, err := os.ReadFile(logPath); err == nil && listener.TakenIn(string(b)) {
+				return fmt.Errorf("prometheus exited: %w", listener.ErrTaken)
+			}
+			return fmt.Errorf("prometheus exited:\n%s", env.Tail("prometheus", 10))
+		default:
+		}
+		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				t.Cleanup(stop)
+				return nil
+			}
+		}
+	}
+	stop()
+	return fmt.Errorf("prometheus not ready on %s after 60s:\n%s", addr, env.Tail("prometheus", 10))
 }
 
 // query is the value of an instant query whose result is one sample.

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,9 +52,8 @@ type Options struct {
 	WebhookBinary string
 	// WebhookPprof is where that process serves Go's /debug/pprof (its
 	// --pprof-bind-address), to profile it; empty serves none, and
-	// PprofFreePort a loopback port chosen free at each start
-	// (WebhookPprofAddr says which), taken again with the others when it
-	// was taken meanwhile.
+	// PprofFreePort a loopback port chosen at each start and handed to
+	// the process bound (WebhookPprofAddr says which).
 	WebhookPprof string
 	// WebhookEnv are NAME=value settings given to gpuadmit's processes
 	// (webhook and controller, when WebhookBinary runs them) after the
@@ -323,15 +321,6 @@ func (c *Cluster) grantWebhook(ctx context.Context) error {
 	return nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // StartScheduler runs a second scheduler, the binary at path, with the
 // KubeSchedulerConfiguration config (its clientConnection, settings kept,
 // is pointed at the API server) as user, in system:masters like the other components so RBAC
@@ -339,15 +328,15 @@ func freeAddr() (string, error) {
 // cluster. It serves no port unless args (flags of kube-scheduler, after
 // and so over the defaults) say otherwise: --secure-port=N for its metrics.
 func (c *Cluster) StartScheduler(path, name, user string, config map[string]any, args ...string) error {
-	return c.StartSchedulerWrapped(nil, path, name, user, config, args...)
+	_, err := c.startScheduler(nil, path, name, user, config, args...)
+	return err
 }
 
-// StartSchedulerWrapped is StartScheduler with the scheduler run by the
+// StartSchedulerWrapped is StartSchedulerProc with the scheduler run by the
 // command wrap, which is given the scheduler's path and arguments after its
 // own (taskset --cpu-list 1, say); nil runs the scheduler itself.
-func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, config map[string]any, args ...string) error {
-	_, err := c.startScheduler(wrap, path, name, user, config, args...)
-	return err
+func (c *Cluster) StartSchedulerWrapped(wrap []string, path, name, user string, config map[string]any, args ...string) (*Proc, error) {
+	return c.startScheduler(wrap, path, name, user, config, args...)
 }
 
 // StartSchedulerProc is StartScheduler, returning the process, for a test

@@ -29,23 +29,18 @@ func startProc(path, name, logDir string, args ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startProcLog(path, name, logf, args...)
-}
-
-// startProcLog is startProc with the log file given; it takes logf over.
-func startProcLog(path, name string, logf *os.File, args ...string) (*Proc, error) {
-	return startProcEnv(path, name, logf, nil, args...)
-}
-
-// startProcEnv is startProcLog with env added to this process's environment.
-func startProcEnv(path, name string, logf *os.File, env []string, args ...string) (*Proc, error) {
-	return StartProcess(path, name, logf, env, args...)
+	return StartProcess(path, name, logf, nil, args...)
 }
 
 // StartProcess starts path with args, env added to this process's
 // environment, its output to logf, which it takes over.
 func StartProcess(path, name string, logf *os.File, env []string, args ...string) (*Proc, error) {
-	cmd := exec.Command(path, args...)
+	return startCmd(exec.Command(path, args...), name, logf, env)
+}
+
+// startCmd is StartProcess for a command made ready by the caller (files
+// it inherits, say).
+func startCmd(cmd *exec.Cmd, name string, logf *os.File, env []string) (*Proc, error) {
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}

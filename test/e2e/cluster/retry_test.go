@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 )
 
 // TestRetryPortTaken: a part whose process lost a port chosen for it is
@@ -11,14 +13,14 @@ import (
 // any other failure is not retried.
 func TestRetryPortTaken(t *testing.T) {
 	running := &runningWebhook{probe: "127.0.0.1:1"}
-	taken := fmt.Errorf("%w: listen tcp 127.0.0.1:35269: bind: address already in use", errPortTaken)
+	taken := fmt.Errorf("%w: listen tcp 127.0.0.1:35269: bind: address already in use", listener.ErrTaken)
 	tests := map[string]struct {
 		fails     []error
 		wantCalls int
 		wantErr   error
 	}{
 		"taken twice, then runs":   {fails: []error{taken, taken}, wantCalls: 3},
-		"taken three times: fails": {fails: []error{taken, taken, taken}, wantCalls: 3, wantErr: errPortTaken},
+		"taken three times: fails": {fails: []error{taken, taken, taken}, wantCalls: 3, wantErr: listener.ErrTaken},
 		"another failure at once":  {fails: []error{errors.New("no kubeconfig")}, wantCalls: 1, wantErr: errors.New("no kubeconfig")},
 	}
 	for name, tt := range tests {

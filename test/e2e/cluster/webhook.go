@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -25,17 +24,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpuadmit/gpuadmit/internal/listener"
 	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
 
-// runningWebhook is gpuadmit's webhook as started, in this process or as a
-// child process.
 // PprofFreePort is the Options.WebhookPprof that has each start of the
-// webhook's process serve /debug/pprof on a loopback port chosen free
-// then: a fixed address cannot be chosen again when a start finds it
-// taken.
+// webhook's process serve /debug/pprof on a loopback port chosen then and
+// handed to it bound, as its probe and metrics ports are.
 const PprofFreePort = "free-port"
 
+// runningWebhook is gpuadmit's webhook as started, in this process or as a
+// child process.
 type runningWebhook struct {
 	probe   string       // host:port of /healthz and /readyz
 	metrics string       // host:port of /metrics; "" when it serves none
@@ -110,7 +109,7 @@ func (c *Cluster) startPart(ctx context.Context, p part, opts webhook.Options) (
 	if c.opts.WebhookBinary != "" {
 		return retryPortTaken(3, func() (*runningWebhook, error) { return c.startWebhookProcess(p, opts) })
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listener.Loopback("")
 	if err != nil {
 		return nil, fmt.Errorf("listen for %s's probes: %w", p.container, err)
 	}
@@ -163,20 +162,17 @@ func (c *Cluster) startWebhookInProcess(ctx context.Context, p part, opts webhoo
 	}, nil
 }
 
-// errPortTaken is a part's process that exited because a port it was
-// given had been taken meanwhile.
-var errPortTaken = errors.New("a port chosen free was taken before the process bound it")
-
 // retryPortTaken starts a part's process again, at most tries times in
-// all, while it fails with errPortTaken. A child process cannot be handed
-// a listener for its metrics (controller-runtime's metrics server binds
-// its address itself), so its ports are chosen free, released, and bound
-// by the child once it has started: another process on the machine can
-// take one in between, and a new start on new ports is the remedy.
+// all, while it fails with listener.ErrTaken. Its probe, metrics and pprof
+// ports are handed to it bound and cannot be taken; the webhook's serving
+// port can: envtest chooses it free and releases it before the API server
+// is told of it, and controller-runtime's webhook server binds it itself.
+// Another process that took it meanwhile (an outgoing connection's local
+// port, often) may have let it go by the next start.
 func retryPortTaken(tries int, start func() (*runningWebhook, error)) (*runningWebhook, error) {
 	for i := 1; ; i++ {
 		w, err := start()
-		if err == nil || i >= tries || !errors.Is(err, errPortTaken) {
+		if err == nil || i >= tries || !errors.Is(err, listener.ErrTaken) {
 			return w, err
 		}
 	}
@@ -185,19 +181,23 @@ func retryPortTaken(tries int, start func() (*runningWebhook, error)) (*runningW
 // startWebhookProcess runs Options.WebhookBinary (cmd/webhook) with the
 // flags a Deployment would give it, the environment deploy/base's gives it
 // (deploymentEnv), opts' settings, a kubeconfig of the part's
-// ServiceAccount, and its probes and /metrics on free loopback ports, and
-// waits until it serves both (errPortTaken where it exits because one was
-// taken). It logs to <container>.log and is stopped with SIGTERM, as a
-// kubelet stops it.
+// ServiceAccount, and its probes and /metrics on loopback ports bound here
+// and handed to it (--*-bind-address=fd:N), and waits until it serves both
+// (listener.ErrTaken where it exits because its webhook port was taken). It
+// logs to <container>.log and is stopped with SIGTERM, as a kubelet stops
+// it.
 func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWebhook, error) {
 	kubeconfig, err := c.accountKubeconfig(p)
 	if err != nil {
 		return nil, err
 	}
-	if opts.ProbeAddr, err = freeAddr(); err != nil {
+	cmd := exec.Command(c.opts.WebhookBinary)
+	defer listener.Release(cmd) // the child holds the sockets once started
+	probeFD, metricsFD := "", ""
+	if opts.ProbeAddr, probeFD, err = passLoopback(cmd); err != nil {
 		return nil, err
 	}
-	metrics, err := freeAddr()
+	metrics, metricsFD, err := passLoopback(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +205,7 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 		"--role=" + string(p.role),
 		"--kubeconfig=" + kubeconfig,
 		"--policy-poll-interval=" + opts.PolicyInterval.String(),
-		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + opts.ProbeAddr,
+		"--metrics-bind-address=" + metricsFD, "--health-probe-bind-address=" + probeFD,
 	}
 	if p.role == webhook.RoleWebhook {
 		args = append(args, "--record-key-dir="+opts.RecordKeyDir,
@@ -223,12 +223,14 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	}
 	pprof := ""
 	if c.opts.WebhookPprof != "" && p.role == webhook.RoleWebhook {
-		if pprof = c.opts.WebhookPprof; pprof == PprofFreePort {
-			if pprof, err = freeAddr(); err != nil {
+		pprof = c.opts.WebhookPprof
+		bind := pprof
+		if pprof == PprofFreePort {
+			if pprof, bind, err = passLoopback(cmd); err != nil {
 				return nil, err
 			}
 		}
-		args = append(args, "--pprof-bind-address="+pprof)
+		args = append(args, "--pprof-bind-address="+bind)
 	}
 	logPath := filepath.Join(c.LogDir, p.container+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -246,7 +248,8 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 		return nil, err
 	}
 	env = append(env, c.opts.WebhookEnv...)
-	proc, err := startProcEnv(c.opts.WebhookBinary, p.container, logf, env, args...)
+	cmd.Args = append(cmd.Args, args...)
+	proc, err := startCmd(cmd, p.container, logf, env)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.opts.WebhookBinary, err)
 	}
@@ -264,12 +267,24 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	}
 	if err := w.waitListening(time.Minute); err != nil {
 		w.stop()
-		if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > before && strings.Contains(string(b[before:]), "address already in use") {
-			return nil, fmt.Errorf("%w: %w", errPortTaken, err)
+		if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > before && listener.TakenIn(string(b[before:])) {
+			return nil, fmt.Errorf("%w: %w", listener.ErrTaken, err)
 		}
 		return nil, err
 	}
 	return w, nil
+}
+
+// passLoopback binds a loopback port and passes it to the process cmd will
+// start: its host:port, and the address that names it in the child.
+func passLoopback(cmd *exec.Cmd) (hostPort, child string, err error) {
+	l, err := listener.Loopback("")
+	if err != nil {
+		return "", "", err
+	}
+	hostPort = l.Addr().String()
+	child, err = listener.Pass(cmd, l)
+	return hostPort, child, err
 }
 
 // waitListening waits until the process answers on its probe and metrics

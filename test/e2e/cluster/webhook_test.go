@@ -15,7 +15,8 @@ import (
 // webhook and the controller), as the admission benchmark does: each becomes
 // ready as its ServiceAccount (its informers list and watch under
 // deploy/base's RBAC), the webhook serves its metrics on
-// WebhookMetricsURL, stops, and restarts with its log appended. It needs
+// WebhookMetricsURL and its profiles on WebhookPprofAddr (ports handed to
+// it bound), stops, and restarts with its log appended. It needs
 // the control-plane binaries `make test` builds; without them it is
 // skipped, unless GPUADMIT_REQUIRE_E2E asks for a failure.
 func TestWebhookBinary(t *testing.T) {
@@ -41,7 +42,7 @@ func TestWebhookBinary(t *testing.T) {
 		t.Fatalf("go build ./cmd/webhook: %v\n%s", err, out)
 	}
 	ctx := context.Background()
-	c, err := Start(ctx, Options{BinDir: binDir, Root: root, LogDir: dir, WebhookBinary: bin,
+	c, err := Start(ctx, Options{BinDir: binDir, Root: root, LogDir: dir, WebhookBinary: bin, WebhookPprof: PprofFreePort,
 		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok"}})
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,10 @@ func TestWebhookBinary(t *testing.T) {
 	}
 	if !strings.Contains(body, `gpuadmit_cache_objects{kind="Namespace"}`) {
 		t.Errorf("GET %s: no gpuadmit_cache_objects for the Namespace informer", url)
+	}
+	pprof := "http://" + c.WebhookPprofAddr() + "/debug/pprof/"
+	if body, err := get(pprof); err != nil || !strings.Contains(body, "goroutine") {
+		t.Errorf("GET %s: err %v, want the profiles' index in:\n%.300s", pprof, err, body)
 	}
 	// The constant of docs/scale.md's memory formula: the process with
 	// its informers synced and (almost) nothing in them.
