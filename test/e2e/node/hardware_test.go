@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -381,6 +382,19 @@ func webhookPod(t *testing.T, n *Node, product, image string) *corev1.Pod {
 	pod := BusyboxPod(ns, "webhook-gpu", "sleep", "3600")
 	pod.Spec.Containers[0].Image = image
 	pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"gpuadmit.io/gpu-memory": resource.MustParse("8Gi")}
+	// The webhook builds its inventory in the background, a debounce after
+	// a node changes: until it has read the label just set it has no pool
+	// for the pod and refuses it, as it would any pod created then. Wait
+	// until a dry run of the pod is admitted.
+	var dryErr error
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, dryErr = n.Client.CoreV1().Pods(ns).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); dryErr == nil {
+			break
+		}
+	}
+	if dryErr != nil {
+		t.Fatalf("the webhook does not admit the pod a minute after the node's product label: %v", dryErr)
+	}
 	runPod(t, n, pod)
 	got, err := n.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
