@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -49,16 +48,7 @@ func (p *probes) Start(ctx context.Context) error {
 		}
 	}
 	p.log.Info("serving probes", "address", ln.Addr().String())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		p.stopping.Store(true)
-		_ = srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveHTTP(ctx, ln, mux, func() { p.stopping.Store(true) })
 }
 
 func (p *probes) ready(w http.ResponseWriter, r *http.Request) {

@@ -33,12 +33,21 @@ func (s *served) NeedLeaderElection() bool { return false }
 // Start serves until ctx ends.
 func (s *served) Start(ctx context.Context) error {
 	s.log.Info("serving "+s.name, "address", s.ln.Addr().String())
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
+	return serveHTTP(ctx, s.ln, s.handler, nil)
+}
+
+// serveHTTP serves h on ln until ctx ends, then calls stopping (when not
+// nil) and closes the server; a server closed so is no error.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, stopping func()) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
+		if stopping != nil {
+			stopping()
+		}
 		_ = srv.Close()
 	}()
-	if err := srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
