@@ -95,10 +95,8 @@ func (c *child) exited() error {
 	default:
 		return nil
 	}
-	if b, err := os.ReadFile(c.log); err == nil && listener.TakenIn(string(b)) {
-		return fmt.Errorf("%s exited (%s): %w; see %s", c.name, c.cmd.ProcessState, listener.ErrTaken, c.log)
-	}
-	return fmt.Errorf("%s exited (%s); see %s", c.name, c.cmd.ProcessState, c.log)
+	b, _ := os.ReadFile(c.log)
+	return listener.Exited(fmt.Errorf("%s exited (%s); see %s", c.name, c.cmd.ProcessState, c.log), string(b))
 }
 
 // stop sends SIGTERM, then SIGKILL after five seconds.

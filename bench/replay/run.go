@@ -243,7 +243,8 @@ func (r *replay) startScheduler(ctx context.Context) error {
 		}
 		err = until(ctx, 60*time.Second, func() (bool, error) {
 			if p.Exited() {
-				return false, exitError("scheduler", r.cl.Tail("scheduler", 10))
+				tail := r.cl.Tail("scheduler", 10)
+				return false, listener.Exited(fmt.Errorf("scheduler exited before it was ready:\n%s", tail), tail)
 			}
 			_, err := admission.Get(ctx, insecure, "https://"+addr+"/readyz")
 			return err == nil, nil
@@ -256,15 +257,6 @@ func (r *replay) startScheduler(ctx context.Context) error {
 		return nil
 	})
 	return err
-}
-
-// exitError is a component that exited before it was ready, with the end
-// of its log; listener.ErrTaken when that says a port was taken.
-func exitError(name, tail string) error {
-	if listener.TakenIn(tail) {
-		return fmt.Errorf("%s exited: %w:\n%s", name, listener.ErrTaken, tail)
-	}
-	return fmt.Errorf("%s exited before it was ready:\n%s", name, tail)
 }
 
 // until polls cond every 200ms until it holds, fails, ctx ends or timeout passes.

@@ -116,6 +116,17 @@ func TakenIn(output string) bool {
 	return strings.Contains(output, syscall.EADDRINUSE.Error())
 }
 
+// Exited is err, the failure of a process that binds its ports itself,
+// marked ErrTaken when the process's output says a bind found its port in
+// use (TakenIn), so that Retry starts it again on a new port; nil when err
+// is nil.
+func Exited(err error, output string) error {
+	if err != nil && TakenIn(output) {
+		return fmt.Errorf("%w: %w", ErrTaken, err)
+	}
+	return err
+}
+
 // Retry calls start with a port from Port(host) until it returns nil or an
 // error that is not Taken, or tries starts have failed; it returns the
 // port of the start that succeeded.

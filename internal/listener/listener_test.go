@@ -150,6 +150,17 @@ func TestTaken(t *testing.T) {
 	if Taken(errors.New("no kubeconfig")) || TakenIn("connection refused") {
 		t.Error("another failure counted as a taken port")
 	}
+	exit := errors.New("etcd exited: exit status 1")
+	inUse := "listen tcp 127.0.0.1:35269: " + bindErr.(*net.OpError).Err.Error()
+	if err := Exited(exit, inUse); !Taken(err) || !errors.Is(err, exit) {
+		t.Errorf("Exited with a log saying the port was in use = %v, want ErrTaken wrapping %v", err, exit)
+	}
+	if err := Exited(exit, "connection refused"); err != exit {
+		t.Errorf("Exited with another log = %v, want %v as it was", err, exit)
+	}
+	if err := Exited(nil, inUse); err != nil {
+		t.Errorf("Exited(nil, …) = %v, want nil", err)
+	}
 }
 
 // TestRetry: a start whose port was taken is tried again on another port,

@@ -104,11 +104,7 @@ func runEtcd(args []string) error {
 	cmd := exec.Command(os.Getenv(realEtcdEnv), args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, io.MultiWriter(os.Stderr, start)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	err := cmd.Run()
-	if err != nil && listener.TakenIn(start.String()) {
-		return fmt.Errorf("etcd: %w: %w", listener.ErrTaken, err)
-	}
-	return err
+	return listener.Exited(cmd.Run(), start.String())
 }
 
 // headWriter keeps the first max bytes written to it.

@@ -167,10 +167,8 @@ func runPrometheus(t *testing.T, bin, dir, addr string) error {
 		select {
 		case <-done:
 			logf.Close()
-			if b, err := os.ReadFile(logPath); err == nil && listener.TakenIn(string(b)) {
-				return fmt.Errorf("prometheus exited: %w", listener.ErrTaken)
-			}
-			return fmt.Errorf("prometheus exited:\n%s", env.Tail("prometheus", 10))
+			b, _ := os.ReadFile(logPath)
+			return listener.Exited(fmt.Errorf("prometheus exited:\n%s", env.Tail("prometheus", 10)), string(b))
 		default:
 		}
 		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {

@@ -267,8 +267,8 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 	}
 	if err := w.waitListening(time.Minute); err != nil {
 		w.stop()
-		if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > before && listener.TakenIn(string(b[before:])) {
-			return nil, fmt.Errorf("%w: %w", listener.ErrTaken, err)
+		if b, rerr := os.ReadFile(logPath); rerr == nil && int64(len(b)) > before {
+			return nil, listener.Exited(err, string(b[before:]))
 		}
 		return nil, err
 	}
