@@ -266,8 +266,8 @@ func checkWebhookContainer(t *testing.T, pod corev1.PodSpec, c corev1.Container,
 	}
 	wantRes := corev1.ResourceRequirements{
 		// docs/scale.md's formula at 1,000 GPU nodes and 20,000 GPU pods.
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("352Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("480Mi")},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("384Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("544Mi")},
 	}
 	if !cmp.Equal(c.Resources, wantRes, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })) {
 		t.Errorf("webhook resources = %+v, want %+v", c.Resources, wantRes)

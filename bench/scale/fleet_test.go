@@ -105,10 +105,10 @@ func TestStatusMB(t *testing.T) {
 
 // TestFormulaAtTheChartsDefault checks the formula's terms against
 // docs/scale.md's first rows: 1,000 GPU nodes, all DRA nodes, and 20,000
-// GPU pods are, for a serving replica, 145 MB of heap, 360 MB typical and
-// 396 MB peak RSS, and for the controller 180, 436 and 479 MB; the
-// requests and limits the chart and deploy/base set (352Mi and 480Mi,
-// 416Mi and 576Mi) are the typical RSS and the peak over 0.8, rounded up
+// GPU pods are, for a serving replica, 145 MB of heap, 392 MB typical and
+// 435 MB peak RSS, and for the controller 180, 487 and 540 MB; the
+// requests and limits the chart and deploy/base set (384Mi and 544Mi,
+// 480Mi and 672Mi) are the typical RSS and the peak over 0.8, rounded up
 // to 32 MiB.
 func TestFormulaAtTheChartsDefault(t *testing.T) {
 	for part, c := range map[string]struct {
@@ -116,8 +116,8 @@ func TestFormulaAtTheChartsDefault(t *testing.T) {
 		heap, typical, peak  float64
 		requestMiB, limitMiB float64
 	}{
-		"webhook":    {formulaOf(1000, 1000, 20000), 145, 360, 396, 352, 480},
-		"controller": {controllerFormulaOf(1000, 1000, 20000), 180, 436, 479, 416, 576},
+		"webhook":    {formulaOf(1000, 1000, 20000), 145, 392, 435, 384, 544},
+		"controller": {controllerFormulaOf(1000, 1000, 20000), 180, 487, 540, 480, 672},
 	} {
 		for name, v := range map[string][2]float64{"heap": {c.f.HeapMB, c.heap}, "typical": {c.f.RSSTypicalMB, c.typical}, "peak": {c.f.RSSPeakMB, c.peak}} {
 			if v[0] < v[1]-1.5 || v[0] > v[1]+1.5 {

@@ -11,7 +11,7 @@ import (
 )
 
 // smokeMemoryLimit is TestSmoke's memory limit for the webhook, other
-// than deploy/base's 480Mi.
+// than deploy/base's 544Mi.
 const smokeMemoryLimit = 600 << 20
 
 // TestSmoke runs the benchmark at a tiny size on the real control plane

@@ -60,7 +60,7 @@ func scaleCmd() *cobra.Command {
 	f.IntVar(&o.Probes, "probes", 6, "taint changes per step that time the inventory rebuild")
 	f.IntVar(&o.Fill, "fill", 0, "after the last step, create this many more pods of one template, reading memory every --fill-chunk")
 	f.IntVar(&o.FillChunk, "fill-chunk", 10000, "pods between two memory readings of --fill")
-	f.StringVar(&memLimit, "webhook-memory-limit", "", "the memory limit the webhook runs under (e.g. 2784Mi, what the chart sets from the formula for 5,000 nodes and 150,000 GPU pods; default: deploy/base's)")
+	f.StringVar(&memLimit, "webhook-memory-limit", "", "the memory limit the webhook runs under (e.g. 3424Mi, what the chart sets from the formula for 5,000 nodes and 150,000 GPU pods; default: deploy/base's)")
 	f.StringVar(&o.WebhookBinary, "webhook-binary", "", "a built cmd/webhook (default: built from the repository into the log directory)")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
 	f.StringVar(&o.LogDir, "log-dir", "", "keep the components' logs here (default: a temporary directory, removed on success)")

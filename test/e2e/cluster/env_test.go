@@ -7,10 +7,10 @@ import (
 )
 
 // The webhook and controller processes get deploy/base's environment: their
-// memory limit in bytes as the downward API gives it (deploy/base: 480Mi
-// for the webhook, 576Mi for the controller).
+// memory limit in bytes as the downward API gives it (deploy/base: 544Mi
+// for the webhook, 672Mi for the controller).
 func TestDeploymentEnv(t *testing.T) {
-	limits := map[string]string{"webhook": "503316480", "controller": "603979776"}
+	limits := map[string]string{"webhook": "570425344", "controller": "704643072"}
 	for _, p := range parts {
 		env, err := deploymentEnv(filepath.Join("../../..", p.manifest), p.container)
 		if err != nil {
