@@ -132,11 +132,17 @@ type roomy struct {
 
 // cheapest picks among the pools with room the one of least price (the
 // first on a tie) and says of each earlier one with room why it was passed
-// over, between the reasons of the pools without room, in the policy's order.
+// over, between the reasons of the pools without room, in the policy's
+// order. The price weighs models, not what the pod takes of them, so only
+// a pool where the pod takes no more GPU memory (its
+// inventory.ResourceMemoryMiB) than on the first pool with room competes:
+// a whole 80 GB GPU is never given for a 20 GB slice's worth because the
+// slice's model is needed elsewhere.
 func (p *pricer) cheapest(rooms []roomy, reasons []string) *choice {
+	most := rooms[0].ch.demand[inventory.ResourceMemoryMiB]
 	best := 0
 	for i, r := range rooms {
-		if r.price < rooms[best].price {
+		if r.ch.demand[inventory.ResourceMemoryMiB] <= most && r.price < rooms[best].price {
 			best = i
 		}
 	}
@@ -146,12 +152,21 @@ func (p *pricer) cheapest(rooms []roomy, reasons []string) *choice {
 	for _, r := range rooms[:best] {
 		skipped = append(skipped, reasons[j:r.at]...)
 		j = r.at
-		m := r.ch.pool.Model
-		skipped = append(skipped, fmt.Sprintf("pool %s: has room, but is priced %.2f against pool %s's %.2f "+
-			"(the expected demand of pods that only some GPU models can serve: %.0f milli-GPU on %s, over its %.0f milli-GPU free)",
-			r.ch.pool.Name, r.price, b.ch.pool.Name, b.price, p.need[m], m, p.free(m)))
+		skipped = append(skipped, p.passedOver(r, b, most))
 	}
 	b.ch.skipped = append(skipped, reasons[j:b.at]...)
 	b.ch.priced = true
 	return b.ch
+}
+
+// passedOver says why pool r, with room, was passed over for b.
+func (p *pricer) passedOver(r, b roomy, most int64) string {
+	if mib := r.ch.demand[inventory.ResourceMemoryMiB]; mib > most {
+		return fmt.Sprintf("pool %s: has room, but would give the pod %d MiB of GPU memory, more than the %d MiB of the first pool with room",
+			r.ch.pool.Name, mib, most)
+	}
+	m := r.ch.pool.Model
+	return fmt.Sprintf("pool %s: has room, but is priced %.2f against pool %s's %.2f "+
+		"(the expected demand of pods that only some GPU models can serve: %.0f milli-GPU on %s, over its %.0f milli-GPU free)",
+		r.ch.pool.Name, r.price, b.ch.pool.Name, b.price, p.need[m], m, p.free(m))
 }

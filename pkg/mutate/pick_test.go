@@ -107,3 +107,26 @@ func TestAcceptedModelsAreWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestPickNeverGivesMoreGPUMemoryThanTheFirstPoolWithRoom: where the
+// models of the pools that give the pod no more GPU memory than the first
+// pool with room (an A100 1g.5gb slice, a T4 share) are needed elsewhere,
+// the pod still takes one of those, not a larger slice or a whole GPU of a
+// model no pinned pod needs.
+func TestPickNeverGivesMoreGPUMemoryThanTheFirstPoolWithRoom(t *testing.T) {
+	ordered, inv := pickMutator(t, nil)
+	first := mustMutate(t, ordered, small())
+	most := first.Pod.Spec.Containers[0].Resources.Limits[inventory.ResourceMemoryMiB]
+	need := fixedDemand{}
+	for _, p := range inv.Pools {
+		if p.Mode == inventory.Shared || p.Name == PoolOf(first.Pod) {
+			need[p.Model] = 50000
+		}
+	}
+	priced, _ := pickMutator(t, need)
+	got := mustMutate(t, priced, small())
+	if mib := got.Pod.Spec.Containers[0].Resources.Limits[inventory.ResourceMemoryMiB]; mib.Cmp(most) > 0 {
+		t.Errorf("pool %s gives the pod %s MiB, more than the %s MiB of the first pool with room, %s; passed over: %v",
+			PoolOf(got.Pod), mib.String(), most.String(), PoolOf(first.Pod), got.PassedOver)
+	}
+}
