@@ -16,7 +16,7 @@ import (
 
 func main() {
 	var o webhook.Options
-	var role string
+	var role, pick string
 	flag.StringVar(&role, "role", string(webhook.RoleAll), "what this process runs: webhook (admission reviews only), controller (the quota and claim-template reconcilers only) or all (both, for a development run)")
 	flag.StringVar(&o.Policies, "policies", "", "policy directory or OPA bundle (.tar.gz), watched for changes; default: the embedded default policies")
 	flag.DurationVar(&o.PolicyInterval, "policy-poll-interval", 0, "how often the policy path is checked besides file events (default 10s)")
@@ -34,6 +34,7 @@ func main() {
 	flag.StringVar(&o.SchedulerLeaseNamespace, "scheduler-lease-namespace", "", "namespace of gpuadmit-scheduler's Lease and of the record of the pools it may own (default: the namespace the replica runs in)")
 	flag.BoolVar(&o.PodEvents, "pod-events", false, "also record a GPUAdmitted Event for every pod gpuadmit admits (denials, warnings and fallbacks always get one); each is one more API write per pod create")
 	flag.BoolVar(&o.NoDRAAlternatives, "no-dra-alternatives", false, "place every pod on one pool, DRA pools included, instead of giving a pod whose candidates span several DRA pools a claim with firstAvailable alternatives; for clusters without the DRAPrioritizedList feature")
+	flag.StringVar(&pick, "pool-pick", string(webhook.PickExpected), "how a pod placed on one pool (device-plugin and extended-resource pools, every pool with --no-dra-alternatives) gets its pool: expected (the candidate with room whose GPU model the pods that only some models can serve are least expected to need, for its free GPU) or order (the first with room in the policy's order)")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	config.RegisterFlags(flag.CommandLine)
@@ -41,6 +42,10 @@ func main() {
 	o.PodName, o.PodNamespace = os.Getenv("POD_NAME"), os.Getenv("POD_NAMESPACE")
 	var err error
 	if o.Role, err = webhook.ParseRole(role); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if o.PoolPick, err = webhook.ParsePoolPick(pick); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

@@ -42,8 +42,9 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 		return Result{}, err
 	}
 	setMeta(&out.Annotations, map[string]string{
-		AnnotationDecision: decisionText(ch, d.Revision),
-		AnnotationRequest:  raw,
+		AnnotationDecision:       decisionText(ch, d.Revision),
+		AnnotationRequest:        raw,
+		AnnotationAcceptedModels: ch.accepted,
 	})
 	return Result{
 		Allowed:     true,

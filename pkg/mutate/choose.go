@@ -31,6 +31,12 @@ type choice struct {
 	// full says, pool by pool, why no pool had room: the pod then waits
 	// for room on the first pool that could ever hold it.
 	full []string
+	// priced is true where the pool was picked by price among those with
+	// room (pricer), not as the first with room.
+	priced bool
+	// accepted is AnnotationAcceptedModels' value: the models of every
+	// pool the candidates name.
+	accepted string
 }
 
 // choose takes the first pool, in the policy's order of preference, on which
@@ -39,13 +45,14 @@ type choice struct {
 // pods already hold left aside, where room is set). All GPU containers of a
 // pod share one node, so they share a pool. When every pool that could hold
 // the pod is full or down, the pod is not denied: it waits for room on the
-// first of them, as it would with no room check.
-func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc) (*choice, []string) {
-	ch, reasons := chooseWith(pod, want, d, inv, room, true)
+// first of them, as it would with no room check. With a pricer, the pool
+// is the cheapest of those with room instead of the first (pricer.cheapest).
+func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, pr *pricer) (*choice, []string) {
+	ch, reasons := chooseWith(pod, want, d, inv, room, true, pr)
 	if ch != nil {
 		return ch, reasons
 	}
-	ch, _ = chooseWith(pod, want, d, inv, nil, false)
+	ch, _ = chooseWith(pod, want, d, inv, nil, false, nil)
 	if ch == nil {
 		return nil, reasons
 	}
@@ -54,9 +61,11 @@ func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.
 }
 
 // chooseWith is one pass of choose, with or without the room check, on the
-// nodes that take new pods (up) or on all.
-func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, up bool) (*choice, []string) {
+// nodes that take new pods (up) or on all. Without a pricer it takes the
+// first pool with room; with one it tries every pool and takes the cheapest.
+func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, up bool, pr *pricer) (*choice, []string) {
 	var reasons []string
+	var rooms []roomy
 	for _, name := range poolOrder(want, d) {
 		pool, ok := inv.Pool(name)
 		if !ok {
@@ -68,7 +77,14 @@ func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *invent
 			reasons = append(reasons, fmt.Sprintf("pool %s: %s", name, why))
 			continue
 		}
-		return &choice{pool: pool, assigns: assigns, skipped: reasons, demand: demand, roomChecked: room != nil}, nil
+		ch := &choice{pool: pool, assigns: assigns, skipped: reasons, demand: demand, roomChecked: room != nil}
+		if pr == nil {
+			return ch, nil
+		}
+		rooms = append(rooms, roomy{ch: ch, price: pr.price(pool.Model), at: len(reasons)})
+	}
+	if len(rooms) > 0 {
+		return pr.cheapest(rooms, reasons), nil
 	}
 	for _, r := range want.Requests {
 		if len(d.Placement[r.Container]) == 0 {

@@ -127,6 +127,11 @@ func bestEffort(ch *choice) string {
 	if !ch.roomChecked {
 		return "Pools were checked against their nodes' allocatable only, not against what pods already hold (no pod cache is wired, as in the offline CLI)."
 	}
+	if ch.priced {
+		return "gpuadmit took, of the pools that looked free after the pods bound, nominated or admitted to them, the one of least price " +
+			"(the expected demand of pods that only some GPU models can serve, over its free GPU; ties keep the policy's order); this is best effort: " +
+			"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
+	}
 	return "gpuadmit took the first pool that looked free, after the pods bound, nominated or admitted to it; this is best effort: " +
 		"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
 }

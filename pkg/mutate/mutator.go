@@ -223,7 +223,8 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 		alt.left = append(gated, alt.left...)
 		return m.placeAlternatives(ctx, req, want, d, alt)
 	}
-	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req))
+	order := poolOrder(want, d)
+	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req), m.pricer(ctx, req, order, inv))
 	if ch == nil {
 		reasons = append(gated, reasons...)
 		r := deny(pod, noPoolMessage(want, reasons, inv))
@@ -233,6 +234,7 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 		return r, nil
 	}
 	ch.skipped = append(gated, ch.skipped...)
+	ch.accepted = acceptedModels(order, inv)
 	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
 	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
 	res, err := apply(pod, want, d, ch)

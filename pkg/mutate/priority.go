@@ -79,6 +79,15 @@ type MutatorOptions struct {
 	// scheduler one claim per GPU container with the candidates as
 	// alternatives, and lets the scheduler choose the pool.
 	NoAlternatives bool
+	// Demand, with Capacity, makes the pick of one pool (every pod placed
+	// on one pool: device-plugin and extended-resource pools, and all pools
+	// under NoAlternatives) take, among the candidate pools with room, the
+	// one whose model is of least price: the GPU that pods only some models
+	// can serve are expected to need there, over its free GPU (pricer).
+	// Where no cached pod is pinned so, every price is 0 and the pick is
+	// the policy's order. Nil takes the first pool with room in the
+	// policy's order.
+	Demand Demand
 }
 
 // resolvePriority fills spec.priority and spec.preemptionPolicy from the

@@ -141,6 +141,7 @@ func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Resul
 		return deny(pod, say.denied(out)), nil
 	}
 	keepRecordedRevision(out.Pod, pod)
+	keepUnrecordedModels(out.Pod, pod)
 	if err := m.seal(req, &out); err != nil {
 		return Result{}, err
 	}
@@ -180,6 +181,16 @@ func keepRecordedRevision(out, arrived *corev1.Pod) {
 		return
 	}
 	out.Annotations[AnnotationDecision] = have
+}
+
+// keepUnrecordedModels leaves AnnotationAcceptedModels off the recomputed
+// pod where the arriving pod has none: gpuadmit decided it before it wrote
+// that annotation. The annotation steers later picks only, never what the
+// pod gets, so a record without it is not a forgery; one that differs is.
+func keepUnrecordedModels(out, arrived *corev1.Pod) {
+	if _, ok := arrived.Annotations[AnnotationAcceptedModels]; !ok {
+		delete(out.Annotations, AnnotationAcceptedModels)
+	}
 }
 
 // withPatch adds the patch from the arriving pod to the result's pod.

@@ -45,7 +45,10 @@ type capacity struct {
 	// claims are the allocated claims of pods with DRA alternatives; nil
 	// where the cluster serves no DRA.
 	claims *altClaims
-	log    logr.Logger
+	// workload is what the pick of one pool knows of the cached pods
+	// (mutate.Demand), kept with the tally from the same events.
+	workload *workload
+	log      logr.Logger
 }
 
 var _ mutate.Capacity = (*capacity)(nil)
@@ -56,7 +59,7 @@ func newCapacity(clk clock.PassiveClock, log logr.Logger) *capacity {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &capacity{tally: newTally(), ledger: newLedger(clk, ledgerTTL), log: log}
+	return &capacity{tally: newTally(), ledger: newLedger(clk, ledgerTTL), workload: newWorkload(), log: log}
 }
 
 // Held is what the pool's pods hold, node by node and pending; on a DRA
@@ -105,13 +108,13 @@ func (c *capacity) Handler() toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				c.tally.set(p)
+				c.workload.set(p, c.tally.set(p))
 				c.ledger.seen(p)
 			}
 		},
 		UpdateFunc: func(_, obj any) {
 			if p, ok := obj.(*corev1.Pod); ok {
-				c.tally.set(p)
+				c.workload.set(p, c.tally.set(p))
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -120,6 +123,7 @@ func (c *capacity) Handler() toolscache.ResourceEventHandler {
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
 				c.tally.remove(p)
+				c.workload.remove(p)
 			}
 		},
 	}

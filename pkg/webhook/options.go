@@ -78,6 +78,11 @@ type Options struct {
 	// False (the default) lets a pod whose candidates span several DRA pools
 	// take them as firstAvailable alternatives, the scheduler choosing.
 	NoDRAAlternatives bool
+	// PoolPick is how a pod placed on one pool gets its pool: PickExpected
+	// (empty means it) by the expected demand of the pods that only some
+	// GPU models can serve, PickOrder as the first with room in the
+	// policy's order.
+	PoolPick PoolPick
 	// ShutdownTimeout bounds draining in-flight reviews; zero means 30s.
 	ShutdownTimeout time.Duration
 	// LeaderElection makes the reconcilers run on one replica only (the

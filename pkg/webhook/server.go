@@ -388,7 +388,7 @@ func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*ca
 
 func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, RecordKeys: keys, Capacity: capa, Schedulers: sched,
-		SealWindow: opts.SealWindow, Workloads: jobs{mgr.GetAPIReader()}, NoAlternatives: opts.NoDRAAlternatives})
+		SealWindow: opts.SealWindow, Workloads: jobs{mgr.GetAPIReader()}, NoAlternatives: opts.NoDRAAlternatives, Demand: demand(opts.PoolPick, capa)})
 	ho := mutate.HandlerOptions{
 		Quotas:   quotas{mgr.GetCache()},
 		Recorder: recorder{ev: mgr.GetEventRecorder("gpuadmit-webhook"), admitted: opts.PodEvents},

@@ -12,8 +12,9 @@ import (
 // (mutate.PoolOf: free capacity, the usage report, the scheduler handover),
 // and a pod with DRA alternatives records its claim templates' specs
 // (claim.AnnotationAlternatives: the claim-template reconciler makes them
-// from it).
-var podAnnotations = []string{mutate.AnnotationDecision, claim.AnnotationAlternatives}
+// from it), and a pod placed on one pool the GPU models it accepts
+// (mutate.AnnotationAcceptedModels: the pick's prices, workload).
+var podAnnotations = []string{mutate.AnnotationDecision, claim.AnnotationAlternatives, mutate.AnnotationAcceptedModels}
 
 // podLabels are the only pod labels any reader of the cache reads or
 // selects by: gpuadmit's mark (the handover lists by it), the share-claim
@@ -37,6 +38,8 @@ var podLabels = []string{mutate.LabelManaged, claim.LabelShare, mutate.LabelKueu
 //     spec.schedulerName, the controller owner reference, Kueue's label;
 //   - the claim-template reconciler (pkg/claim): the share label, phase,
 //     spec.resourceClaims, the alternatives record;
+//   - the pick's prices (workload): the accepted-models record, and the
+//     same placement and requests as free capacity;
 //   - the cache's own label selectors: podLabels.
 //
 // TestStripPodKeepsWhatTheReadersRead decodes stripped and whole pods

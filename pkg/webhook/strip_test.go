@@ -70,12 +70,16 @@ func TestStripPodKeepsWhatTheReadersRead(t *testing.T) {
 		Waits                   bool
 		Reason                  usage.Reason
 		Namespace, Name, GenRef string
+		Kind                    string // the pick's workload: the models the pod accepts, the model and MiB it holds
 	}
 	read := func(p *corev1.Pod) answers {
 		w, ok := handover.WaitingOf(p)
-		return answers{Placement: placement(p), Pool: mutate.PoolOf(p), Requests: heldRequests(p), Waiting: w, Waits: ok,
+		a := answers{Placement: placement(p), Pool: mutate.PoolOf(p), Requests: heldRequests(p), Waiting: w, Waits: ok,
 			Reason: usage.ReasonOf(p), Namespace: p.Namespace, Name: p.Name, GenRef: p.GenerateName,
 			Demand: fmt.Sprint(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}))}
+		k, ok := podKindOf(p, placed{key: placement(p), req: heldRequests(p)})
+		a.Kind = fmt.Sprintf("%+v %v", k, ok)
+		return a
 	}
 	for i := range whole {
 		if diff := cmp.Diff(read(whole[i]), read(cached[i])); diff != "" {

@@ -33,8 +33,9 @@ func newTally() *tally {
 	return &tally{byPod: map[types.NamespacedName]placed{}, sums: map[string]map[string]int64{}}
 }
 
-// set counts p where it now holds capacity, instead of where it did.
-func (t *tally) set(p *corev1.Pod) {
+// set counts p where it now holds capacity, instead of where it did, and
+// returns where and what (key "" for a pod that holds nothing).
+func (t *tally) set(p *corev1.Pod) placed {
 	next := placed{key: placement(p)}
 	if next.key != "" {
 		next.req = heldRequests(p)
@@ -44,7 +45,7 @@ func (t *tally) set(p *corev1.Pod) {
 	defer t.mu.Unlock()
 	t.drop(id)
 	if next.key == "" {
-		return
+		return next
 	}
 	t.byPod[id] = next
 	sum := t.sums[next.key]
@@ -55,6 +56,7 @@ func (t *tally) set(p *corev1.Pod) {
 	for r, q := range next.req {
 		sum[r] += q
 	}
+	return next
 }
 
 // remove stops counting p. Pods are told apart by namespace and name: at
