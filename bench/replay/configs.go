@@ -34,8 +34,9 @@ type scheduler struct {
 	profile  map[string]any
 	// product runs gpuadmit's webhook and controller, and pods go through
 	// them as a user writes them (ProductPod); onePool runs the webhook
-	// with --no-dra-alternatives.
-	product, onePool bool
+	// with --no-dra-alternatives; pick with --pool-pick=expected, else
+	// --pool-pick=order.
+	product, onePool, pick bool
 }
 
 // schedulerConfig returns configuration config; root is the repository
@@ -78,8 +79,8 @@ func schedulerConfig(config, root string) (scheduler, error) {
 		}
 		patientLease(p)
 		return scheduler{config: config, gpuadmit: true, name: "gpuadmit-scheduler", profile: p, product: true}, nil
-	case ProductStock, ProductOnePool:
-		return scheduler{config: config, name: corev1.DefaultSchedulerName, product: true, onePool: config == ProductOnePool,
+	case ProductStock, ProductOnePool, ProductPick:
+		return scheduler{config: config, name: corev1.DefaultSchedulerName, product: true, onePool: config != ProductStock, pick: config == ProductPick,
 			profile: stockProfile(map[string]any{"schedulerName": corev1.DefaultSchedulerName})}, nil
 	}
 	return scheduler{}, fmt.Errorf("configuration %q: want one of %v", config, AllConfigurations)

@@ -88,8 +88,12 @@
 //     slow API server on a loaded machine does not end its leadership.
 //   - webhook-default: the same webhook, the stock kube-scheduler.
 //   - webhook-onepool: the webhook with --no-dra-alternatives, placing
-//     every pod on one pool as it did before alternatives, and the stock
-//     kube-scheduler: today's webhook.
+//     every pod on one pool as it did before alternatives, the first with
+//     room in the policy's order (--pool-pick=order), and the stock
+//     kube-scheduler: the webhook before alternatives.
+//   - webhook-pick: the same with --pool-pick=expected, the pick of one
+//     pool by the expected demand of the pods only some models can serve
+//     (what the webhook does on device-plugin pools).
 //
 // Each runs gpuadmit's webhook and controller in this process (the e2e
 // harness's cluster.StartWebhook: deploy/base's RBAC, the embedded default

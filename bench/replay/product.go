@@ -26,14 +26,21 @@ const (
 	// kube-scheduler's default profile.
 	ProductStock = "webhook-default"
 	// ProductOnePool is the webhook placing every pod on one pool
-	// (--no-dra-alternatives: what it did before alternatives) and the
-	// stock kube-scheduler's default profile.
+	// (--no-dra-alternatives: what it did before alternatives), the first
+	// with room in the policy's order (--pool-pick=order: what it did
+	// before the pick by expected demand), and the stock kube-scheduler's
+	// default profile.
 	ProductOnePool = "webhook-onepool"
+	// ProductPick is the webhook placing every pod on one pool, picked by
+	// the expected demand of the pods only some models can serve
+	// (--no-dra-alternatives --pool-pick=expected: the webhook's pick on
+	// device-plugin pools), and the stock kube-scheduler's default profile.
+	ProductPick = "webhook-pick"
 )
 
 // ProductConfigurations are the product-path configurations, in the order
 // a replay runs them.
-var ProductConfigurations = []string{ProductGPUAdmit, ProductStock, ProductOnePool}
+var ProductConfigurations = []string{ProductGPUAdmit, ProductStock, ProductOnePool, ProductPick}
 
 // AllConfigurations are every configuration a replay can run.
 var AllConfigurations = slices.Concat(Configurations, ProductConfigurations)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
 	"github.com/gpuadmit/gpuadmit/internal/listener"
+	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 	"github.com/gpuadmit/gpuadmit/test/e2e/cluster"
 )
 
@@ -161,6 +162,12 @@ func clusterOptions(o Options, s scheduler, logDir string) cluster.Options {
 		Skip: []string{"kube-scheduler", "kube-controller-manager", "kwok", "webhook"}}
 	if s.product {
 		co.Skip, co.NoDRAAlternatives = []string{"kube-scheduler", "kwok"}, s.onePool
+		switch {
+		case s.pick:
+			co.PoolPick = webhook.PickExpected
+		case s.onePool:
+			co.PoolPick = webhook.PickOrder // the webhook before the pick by expected demand
+		}
 	}
 	return co
 }

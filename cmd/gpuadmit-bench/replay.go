@@ -23,7 +23,8 @@ func replayCmd() *cobra.Command {
 			"gpuadmit (gpuadmit-scheduler, deploy/scheduler's profile). The product's path, where pods are written as a\n" +
 			"user writes them (gpuadmit.io/gpu: 300m, the trace's gpu_spec as a model hint) and go through gpuadmit's\n" +
 			"webhook and controller with the default policies: webhook-gpuadmit (DRA alternatives, gpuadmit-scheduler),\n" +
-			"webhook-default (DRA alternatives, stock scheduler), webhook-onepool (--no-dra-alternatives, stock\n" +
+			"webhook-default (DRA alternatives, stock scheduler), webhook-onepool (--no-dra-alternatives\n" +
+			"--pool-pick=order, stock scheduler), webhook-pick (--no-dra-alternatives --pool-pick=expected, stock\n" +
 			"scheduler). Also gpuadmit's usage figures (stranded,\n" +
 			"fragmentation, allocated, pending: pkg/usage on the replay cluster's objects) at every 2% of arrival.\n" +
 			"Prints markdown; --out also writes results.json, usage.csv and summary.md. bench/replay/doc.go says\n" +
@@ -47,7 +48,7 @@ func replayCmd() *cobra.Command {
 	f.StringVar(&o.Workload, "workload", o.Workload, "pod list: default, gpushare40, multigpu20, … or a file name")
 	f.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the workload resampling and of the simulator's tie order")
 	f.IntVar(&o.Nodes, "nodes", 0, "replay on a seeded sample of this many of the trace's nodes (0: all 1,213)")
-	f.StringSliceVar(&o.Configs, "configs", replay.Configurations, "configurations: default, mostallocated, gpuadmit, webhook-gpuadmit, webhook-default, webhook-onepool")
+	f.StringSliceVar(&o.Configs, "configs", replay.Configurations, "configurations: default, mostallocated, gpuadmit, webhook-gpuadmit, webhook-default, webhook-onepool, webhook-pick")
 	f.StringVar(&out, "out", "", "directory for results.json, usage.csv and summary.md")
 	f.StringVar(&o.BinDir, "bin-dir", "", "control-plane binaries (default: test/e2e/.bin/v1.37.0)")
 	f.StringVar(&o.Scheduler, "scheduler", "", "gpuadmit-scheduler binary (default: $GPUADMIT_SCHEDULER_BIN, else built from scheduler/)")

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/pkg/webhook"
 )
 
 // Options say where the binaries are and how to run gpuadmit.
@@ -44,6 +46,9 @@ type Options struct {
 	// NoDRAAlternatives is the webhook's option of that name
 	// (--no-dra-alternatives): every pod placed on one pool.
 	NoDRAAlternatives bool
+	// PoolPick is the webhook's option of that name (--pool-pick): how a
+	// pod placed on one pool gets its pool; empty is its default.
+	PoolPick webhook.PoolPick
 	// WebhookBinary is a built cmd/webhook. When set, gpuadmit's webhook runs
 	// as that process, as it is deployed: its own flags, a kubeconfig of its
 	// ServiceAccount, /metrics on a loopback port (WebhookMetricsURL); its

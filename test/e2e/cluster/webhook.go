@@ -75,6 +75,7 @@ func (c *Cluster) StartWebhookUnready(ctx context.Context) error {
 		Host: wo.LocalServingHost, Port: wo.LocalServingPort, CertDir: wo.LocalServingCertDir,
 		MetricsAddr: "0", ShutdownTimeout: 5 * time.Second,
 		PodEvents: c.opts.PodEvents, SealWindow: c.opts.SealWindow, NoDRAAlternatives: c.opts.NoDRAAlternatives,
+		PoolPick: c.opts.PoolPick,
 	}
 	if c.webhook, err = c.startPart(ctx, parts[0], opts); err != nil {
 		return err
@@ -213,6 +214,9 @@ func (c *Cluster) startWebhookProcess(p part, opts webhook.Options) (*runningWeb
 			"--pod-events="+strconv.FormatBool(opts.PodEvents))
 		if opts.NoDRAAlternatives {
 			args = append(args, "--no-dra-alternatives")
+		}
+		if opts.PoolPick != "" {
+			args = append(args, "--pool-pick="+string(opts.PoolPick))
 		}
 		if opts.SealWindow > 0 {
 			args = append(args, "--seal-window="+opts.SealWindow.String())
