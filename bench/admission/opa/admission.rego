@@ -178,7 +178,13 @@ given := sprintf("%s=%d (MIG %s)", [choice.resource, choice.quantity, choice.pro
 
 else := sprintf("%s=%d", [choice.resource, choice.quantity])
 
+# accepted_models is what gpuadmit writes on a pod placed on one pool
+# (gpuadmit.io/accepted-models): the GPU models of the candidates' pools,
+# sorted, for its pick of one pool by expected demand.
+accepted_models := concat(",", sort({c.pool.model | some c in candidates}))
+
 annotations := {
+	"gpuadmit.io/accepted-models": accepted_models,
 	"gpuadmit.io/decision": sprintf("%s: %s -> %s [opa/%s-to-%s]; pool %s", [gpu.container.name, gpu.ask.dialect, given, gpu.ask.form, choice.backend, choice.pool.name]),
 	"gpuadmit.io/request": json.marshal({gpu.container.name: {
 		"limits": {k: v | some k, v in limits(gpu.container); gpu_key(k)},
