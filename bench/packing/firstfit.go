@@ -14,7 +14,9 @@ import (
 // by each way of picking the pool (pinned, pinned-mostfree,
 // pinned-scarcity, pinned-expected; see Pinned and PinOrder). Besides
 // these, "product+MOD+…" names the product's path with some of
-// gpuadmit-scheduler's departures from it (ProductVariant).
+// gpuadmit-scheduler's departures from it (ProductVariant), and
+// "pinned…+names" a pinned pick with the pools ordered by name, as in the
+// replay, where every model's GPU has the same memory.
 var Variants = []string{"gpuadmit-firstfit", "bestfit-firstfit",
 	"product", "pinned", "pinned-mostfree", "pinned-scarcity", "pinned-expected"}
 

@@ -47,10 +47,21 @@ type Pinned struct {
 	need      map[string]float64 // pinned kinds' expected milli-GPU left, by model
 }
 
+// pinOrders names the orders in policy names: "pinned-expected+names" is
+// PinExpected with every model's GPU memory equal, so that the policy's
+// order falls back to the pools' names, as in the replay (ByName).
+var pinOrders = map[string]PinOrder{"pinned": PinPolicyOrder, "pinned-mostfree": PinMostFree,
+	"pinned-scarcity": PinScarcity, "pinned-expected": PinExpected}
+
 // NewPinned learns the workload as NewGPUAdmit does and derives the
 // candidates of every kind of pod as NewProduct does.
 func NewPinned(workload []Pod, nodes []Node, order PinOrder) (*Pinned, error) {
-	d, err := NewProductDeriver(context.Background(), nodes)
+	return newPinned(workload, nodes, order, TraceGPUMemoryMiB)
+}
+
+// newPinned is NewPinned with each model's GPU memory from mib.
+func newPinned(workload []Pod, nodes []Node, order PinOrder, mib map[string]int64) (*Pinned, error) {
+	d, err := newProductDeriver(context.Background(), nodes, mib)
 	if err != nil {
 		return nil, err
 	}

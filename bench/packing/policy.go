@@ -41,6 +41,14 @@ func NewPolicy(name string, workload []Pod, nodes []Node) (Policy, error) {
 		}
 		return NewProductVariant(workload, nodes, v)
 	}
+	if order, ok := pinOrders[strings.ToLower(name)]; ok {
+		return NewPinned(workload, nodes, order)
+	}
+	if base, found := strings.CutSuffix(strings.ToLower(name), "+names"); found {
+		if order, ok := pinOrders[base]; ok {
+			return newPinned(workload, nodes, order, uniformGPUMemoryMiB())
+		}
+	}
 	switch strings.ToLower(name) {
 	case "random":
 		return Random{}, nil
@@ -62,14 +70,6 @@ func NewPolicy(name string, workload []Pod, nodes []Node) (Policy, error) {
 		return BestFitFirstFit{}, nil
 	case "product":
 		return NewProduct(workload, nodes)
-	case "pinned":
-		return NewPinned(workload, nodes, PinPolicyOrder)
-	case "pinned-mostfree":
-		return NewPinned(workload, nodes, PinMostFree)
-	case "pinned-scarcity":
-		return NewPinned(workload, nodes, PinScarcity)
-	case "pinned-expected":
-		return NewPinned(workload, nodes, PinExpected)
 	}
 	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(append(slices.Clone(Policies), Variants...), ", "))
 }

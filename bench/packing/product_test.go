@@ -197,6 +197,30 @@ func TestPinnedPicksTheModelByOrder(t *testing.T) {
 	}
 }
 
+// TestPinnedByNameOrdersPoolsByName: "+names" gives every model's GPU the
+// same memory, so the policy's order is the pools' names (G2 before T4),
+// where by memory T4 comes first.
+func TestPinnedByNameOrdersPoolsByName(t *testing.T) {
+	nodes := []Node{
+		{Name: "t4", MilliCPU: 32000, MemoryMiB: 131072, GPUs: 2, Model: "T4"},
+		{Name: "g2", MilliCPU: 96000, MemoryMiB: 393216, GPUs: 8, Model: "G2"},
+	}
+	share := Pod{Name: "share", MilliCPU: 4000, MemoryMiB: 8192, GPUs: 1, GPUMilli: 500}
+	for name, want := range map[string]string{"pinned": "T4", "pinned+names": "G2", "Pinned-Expected+names": "G2"} {
+		pol, err := NewPolicy(name, []Pod{share}, nodes)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		q, ok := pol.(*Pinned).Admit(NewCluster(nodes), share)
+		if !ok || q.Spec != want {
+			t.Errorf("%s: pinned to %q (admitted %v), want %q", name, q.Spec, ok, want)
+		}
+	}
+	if _, err := NewPolicy("pinned-nowhere+names", nil, nodes); err == nil {
+		t.Error("pinned-nowhere+names: no error")
+	}
+}
+
 // deniesAll is an Admitter that admits nothing.
 type deniesAll struct{ BestFit }
 
