@@ -96,24 +96,26 @@ bench:
 
 # bench-admission runs the admission latency study (no webhook, a
 # no-op webhook, gpuadmit and OPA at 10, 50 and 200 clients, about five
-# minutes on 2 cores) into docs/benchmarks/admission. Each webhook server
+# minutes on 2 cores) into $(BENCH_OUT)/admission. Each webhook server
 # runs as its own process (gpuadmit is cmd/webhook, built into the log
 # directory); `gpuadmit-bench admission --mix template|distinct` measures
-# pods of one template or pods that all differ.
+# pods of one template or pods that all differ. The benchmarks write outside
+# the repository; docs/benchmarks.md keeps the summaries of its figures.
+BENCH_OUT ?= /tmp/gpuadmit-bench
 bench-admission:
 	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null
-	mkdir -p docs/benchmarks/admission
-	$(GO) run ./cmd/gpuadmit-bench admission --out docs/benchmarks/admission >docs/benchmarks/admission/table.md
+	mkdir -p $(BENCH_OUT)/admission
+	$(GO) run ./cmd/gpuadmit-bench admission --out $(BENCH_OUT)/admission >$(BENCH_OUT)/admission/table.md
 
 # bench-packing runs the packing study (24 pod lists, 7 policies, seeds 42-51:
 # 1,680 runs, about 27 minutes on one core) on the openb trace in OPENB into
-# docs/benchmarks/packing. The trace is not in the repository: docs/trace.md
+# $(BENCH_OUT)/packing. The trace is not in the repository: docs/trace.md
 # says where it comes from, hack/fetch-openb.sh DIR fetches it, and the study
 # checks every file it reads against bench/packing/openb.sha256.
 OPENB ?= ../shared/data/openb
 bench-packing:
-	$(GO) run ./cmd/gpuadmit-bench study --trace $(OPENB) --out docs/benchmarks/packing
+	$(GO) run ./cmd/gpuadmit-bench study --trace $(OPENB) --out $(BENCH_OUT)/packing
 
 dev-cluster:
 	./hack/dev-cluster.sh up

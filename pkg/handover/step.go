@@ -55,7 +55,7 @@ type waitingOn struct {
 // gpuadmit-scheduler is live and the pods that wait, and the waiting pods
 // to delete so that their controllers create them again for the pool's new
 // owner. A pool changes hands only once the old owner has no pod waiting
-// on it (what the invariant asks: at no moment do two schedulers
+// on it (the invariant: at no moment do two schedulers
 // hold pending pods of one pool):
 //
 //   - live, Stock → Owned once no pod of another scheduler waits on the

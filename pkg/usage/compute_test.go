@@ -80,7 +80,7 @@ func TestStranded(t *testing.T) {
 		sizes []usage.Size
 		want  int64
 	}{
-		// The case: 6+6 GiB free across two GPUs, 10 GiB asked.
+		// 6+6 GiB free across two GPUs, 10 GiB asked.
 		"6+6 GiB free on two GPUs, 10 GiB pending: all 12 GiB stranded": {
 			pods: append(ninePlusNine, tenGiB), gpus: t4s(9216, 9216), want: 12288,
 		},
@@ -139,7 +139,7 @@ func poolOf(t *testing.T, r usage.Report, name string) usage.Pool {
 	return usage.Pool{}
 }
 
-// The case in full: every figure of the pool, and the GPUs.
+// Six plus six in full: every figure of the pool, and the GPUs.
 func TestComputeSixPlusSix(t *testing.T) {
 	nodes := []corev1.Node{t4Node("n1", 2, "32")}
 	pods := []*corev1.Pod{pod("a", "p1", "n1", 9216, 0, "1"), pod("a", "p2", "n1", 9216, 0, "1"),
