@@ -53,7 +53,7 @@ test:
 	$(MAKE) test-node
 
 # test-node runs the real-node tests alone (root; a minute or so once the
-# binaries are built), the Install tests among them, which run the README's
+# binaries are built), the Install tests among them, which run docs/install.md's
 # install with kubectl (hack/e2e-binaries.sh) and helm (hack/tools.sh). The
 # whole package took 633 s on the shared two-core machine, the Install tests
 # 221 s of it: 20 minutes leave room for a busier machine.
@@ -80,7 +80,7 @@ report-png:
 
 # images builds the webhook's and the agent's images without a container
 # engine, as OCI image layout archives in .bin/images (hack/images; the
-# README's Images section says how to load or push them).
+# Images section of docs/install.md says how to load or push them).
 images:
 	$(GO) run ./hack/images --out .bin/images
 

@@ -12,7 +12,7 @@ import (
 
 // TestExamplePriorityClassesShipped: every PriorityClass the example
 // namespace maps a class to is in the files a newcomer applies (the base's
-// classes and examples/priorityclass.yaml), so the README's examples are
+// classes and examples/priorityclass.yaml), so the documented examples are
 // not refused for a class nothing ships.
 func TestExamplePriorityClassesShipped(t *testing.T) {
 	shipped := map[string]bool{}

@@ -172,7 +172,7 @@ func newBundle(t *testing.T) *certs.Bundle {
 	return b
 }
 
-// ownPoliciesOverlay writes the overlay README.md shows a user who keeps
+// ownPoliciesOverlay writes the overlay docs/policies.md shows a user who keeps
 // their own policies: the configmap overlay, its generator's files
 // replaced by files (name → content) beside it.
 func ownPoliciesOverlay(t *testing.T, files map[string]string) string {

@@ -26,7 +26,7 @@ ln -sf "$(command -v etcd || echo /usr/bin/etcd)" "$out/etcd"
 
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 # kubectl comes at the same version, from the same module: the real-node
-# Install tests run the README's commands with it, and the dev cluster's users
+# Install tests run docs/install.md's commands with it, and the dev cluster's users
 # use it. Its first build took 15 minutes on a shared two-core machine (490
 # CPU-seconds, from an empty build cache); later runs find it.
 # Whatever is missing is built by one go build, so that one binary's link runs

@@ -30,7 +30,7 @@ const ReasonReplaced = "SchedulerGone"
 
 // Tick bounds how long a pool in Releasing waits between two looks when
 // no pod or Lease event comes: with the Lease's own expiry (looked at when
-// it falls due), it is the bound the README states on top of the lease
+// it falls due), it is the bound docs/scheduler.md states on top of the lease
 // duration.
 const Tick = time.Second
 

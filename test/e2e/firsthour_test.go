@@ -103,11 +103,11 @@ func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
 	w.got = append(w.got, text)
 }
 
-// TestFirstHourReapply: what the README says about applying a bare example
+// TestFirstHourReapply: what docs/webhook.md says about applying a bare example
 // pod again. A pod made by client-side `kubectl apply` (its
 // last-applied-configuration) whose GPU resources gpuadmit rewrote comes
 // back with gpuadmit's warning; applying the same file again server-side is
-// refused by the API server, as the README says; a saved pod, recreated,
+// refused by the API server, as docs/webhook.md says; a saved pod, recreated,
 // passes (TestDryRunAndReapply).
 func TestFirstHourReapply(t *testing.T) {
 	ctx := context.Background()
@@ -150,6 +150,6 @@ func TestFirstHourReapply(t *testing.T) {
 	defer env.Client.Delete(ctx, u, client.GracePeriodSeconds(0))
 	err = apply()
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "pod updates may not change fields") {
-		t.Errorf("server-side apply of the same file again: %v; the README says the API server refuses it", err)
+		t.Errorf("server-side apply of the same file again: %v; docs/webhook.md says the API server refuses it", err)
 	}
 }

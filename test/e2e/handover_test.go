@@ -32,7 +32,7 @@ import (
 // leaseDuration is the shipped profile's (kube-scheduler's default), and
 // handoverBound what pkg/handover promises on top of it: the reconciler's
 // look when the Lease falls due, Tick, the controllers' new pods and the
-// stock scheduler's binding; README states it.
+// stock scheduler's binding; docs/scheduler.md states it.
 const (
 	leaseDuration = 15 * time.Second
 	handoverBound = 15 * time.Second

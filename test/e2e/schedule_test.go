@@ -16,7 +16,7 @@ import (
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
 
-// TestEveryDialectIsScheduledOntoItsPool creates the README's example pods
+// TestEveryDialectIsScheduledOntoItsPool creates docs/dialects.md's example pods
 // through the API server: gpuadmit mutates them, the API server validates the
 // extended resources it wrote, and kube-scheduler binds each to a node of the
 // pool gpuadmit chose, which is the pool the example means.

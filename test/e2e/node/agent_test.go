@@ -137,7 +137,7 @@ func TestKubeletDevicePluginPodThroughTheWebhook(t *testing.T) {
 // nvidiaRuntimeClass is the RuntimeClass whose handler is NVIDIA's
 // nvidia-container-runtime in cdi mode with
 // accept-nvidia-visible-devices-envvar-when-unprivileged = false, the
-// setting the README tells nodes to use: the node creates it where
+// setting docs/node.md tells nodes to use: the node creates it where
 // hack/node-binaries.sh built that runtime (nvidia.go, on the branch that
 // adds it).
 const nvidiaRuntimeClass = "nvidia"

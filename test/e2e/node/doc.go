@@ -63,8 +63,8 @@
 //     name gpuadmit's DeviceClasses.
 //
 // The Install tests (install.go, install_test.go; -run Install) install
-// gpuadmit on the node as README.md tells a newcomer, and uninstall it: the
-// README marks each tested block of commands with an HTML comment
+// gpuadmit on the node as docs/install.md tells a newcomer, and uninstall it:
+// that page marks each tested block of commands with an HTML comment
 // (<!-- install-test: NAME -->), and the tests run those commands with
 // bash in a copy of the checkout (what git ls-files lists), with the
 // repository's kubectl v1.37.0 (hack/e2e-binaries.sh), helm (.bin/tools)
@@ -72,7 +72,7 @@
 // `make images` and `ctr images import`, `gpuadmit certs`, `kubectl apply
 // -k` (or `helm install`), `kubectl rollout status`, the examples, then
 // the uninstall. They change only what this machine needs, each change a
-// Substitution that must match a README command: `--ip 127.0.0.1` for the
+// Substitution that must match a command of that page: `--ip 127.0.0.1` for the
 // certificate, and an overlay of dev-loopback (for Helm, a post-renderer)
 // with machinePatches, because pods here have the host's network only and
 // there is no kube-proxy: both Deployments get KUBERNETES_SERVICE_HOST and

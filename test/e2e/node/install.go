@@ -28,9 +28,10 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// The README's install, run as a newcomer runs it (install_test.go).
+// The install docs/install.md describes, run as a newcomer runs it
+// (install_test.go).
 //
-// README.md marks each block of commands a test runs with an HTML comment,
+// docs/install.md marks each block of commands a test runs with an HTML comment,
 // `<!-- install-test: NAME -->`, on the line before its fence. A test
 // copies the checkout (what `git ls-files` lists, as a clone has it), puts
 // the repository's kubectl v1.37.0, helm and ctr first on PATH, and runs
@@ -39,28 +40,32 @@ import (
 // network, so the webhook is called at a loopback URL and gpuadmit's pods
 // run on the host network and reach the API server at its loopback address.
 
-// readmeMarker starts a tested block; the next line opens its fence.
-var readmeMarker = regexp.MustCompile(`^\s*<!-- install-test: ([a-z0-9-]+) -->\s*$`)
+// installMarker starts a tested block; the next line opens its fence.
+var installMarker = regexp.MustCompile(`^\s*<!-- install-test: ([a-z0-9-]+) -->\s*$`)
 
-// ReadmeBlocks returns the commands of every marked block of a README: the
+// installDoc is the page, relative to the repository root, whose marked
+// blocks the Install tests run.
+const installDoc = "docs/install.md"
+
+// InstallBlocks returns the commands of every marked block of a page: the
 // fence's lines without its indentation, a line ending in a backslash
 // joined with the next, blank lines and comment lines dropped. A marker
 // whose next line is no fence, a block without its closing fence, or a
 // name used twice is an error.
-func ReadmeBlocks(readme []byte) (map[string][]string, error) {
-	lines := strings.Split(string(readme), "\n")
+func InstallBlocks(page []byte) (map[string][]string, error) {
+	lines := strings.Split(string(page), "\n")
 	blocks := map[string][]string{}
 	for i := 0; i < len(lines); i++ {
-		m := readmeMarker.FindStringSubmatch(lines[i])
+		m := installMarker.FindStringSubmatch(lines[i])
 		if m == nil {
 			continue
 		}
 		if _, dup := blocks[m[1]]; dup {
-			return nil, fmt.Errorf("README line %d: block %q marked twice", i+1, m[1])
+			return nil, fmt.Errorf("line %d: block %q marked twice", i+1, m[1])
 		}
 		cmds, end, err := fencedCommands(lines, i+1)
 		if err != nil {
-			return nil, fmt.Errorf("README block %q (line %d): %w", m[1], i+1, err)
+			return nil, fmt.Errorf("block %q (line %d): %w", m[1], i+1, err)
 		}
 		blocks[m[1]], i = cmds, end
 	}
@@ -98,8 +103,8 @@ func fencedCommands(lines []string, open int) ([]string, int, error) {
 	return nil, 0, errors.New("no closing ``` fence")
 }
 
-// Substitution is one change a test makes to the README's commands; Used
-// counts the commands it changed, so a test can say that the README no
+// Substitution is one change a test makes to docs/install.md's commands;
+// Used counts the commands it changed, so a test can say that the page no
 // longer has what it was meant for.
 type Substitution struct {
 	// Why says what this machine lacks that makes the change needed.
@@ -120,10 +125,10 @@ func Substitute(subs []*Substitution, cmd string) string {
 	return cmd
 }
 
-// deniedComment marks a README command that is refused on purpose.
+// deniedComment marks an install command that is refused on purpose.
 var deniedComment = regexp.MustCompile(`#\s*denied\b`)
 
-// ExpectsDenial says whether a README command is one the webhook refuses
+// ExpectsDenial says whether an install command is one the webhook refuses
 // (its comment starts "denied").
 func ExpectsDenial(cmd string) bool { return deniedComment.MatchString(cmd) }
 
@@ -246,7 +251,7 @@ func WriteHelmPostRenderer(dir, kubectl, apiServer string) (string, error) {
 	return script, os.WriteFile(script, []byte(body), 0o755)
 }
 
-// commandResult is what one README command did.
+// commandResult is what one install command did.
 type commandResult struct {
 	Cmd            string // as run, after the substitutions
 	Stdout, Stderr string

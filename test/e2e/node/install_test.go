@@ -23,21 +23,21 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/offline"
 )
 
-// TestInstallReadmeBlocks: the README's install blocks the Install tests
-// run are there and read as commands (no node needed); this fails first
-// when an edit of the README breaks a marker or a fence.
-func TestInstallReadmeBlocks(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+// TestInstallDocBlocks: docs/install.md's blocks the Install tests run
+// are there and read as commands (no node needed); this fails first when
+// an edit of that page breaks a marker or a fence.
+func TestInstallDocBlocks(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(installDoc)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := ReadmeBlocks(b)
+	blocks, err := InstallBlocks(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"images", "dev-install", "try", "try-cleanup", "dev-uninstall", "helm-install", "helm-uninstall"} {
 		if len(blocks[name]) == 0 {
-			t.Errorf("README.md has no commands marked <!-- install-test: %s -->", name)
+			t.Errorf("%s has no commands marked <!-- install-test: %s -->", installDoc, name)
 		}
 	}
 	helm := blocks["helm-install"]
@@ -46,11 +46,11 @@ func TestInstallReadmeBlocks(t *testing.T) {
 	}
 }
 
-// TestInstallDevOverlay installs gpuadmit on the real node as the README's
+// TestInstallDevOverlay installs gpuadmit on the real node as docs/install.md's
 // five-minute path says — `make images` and `ctr images import`,
 // `gpuadmit certs` and `kubectl apply -k` of the dev overlay, `kubectl
-// rollout status` — tries the README's examples and a Deployment, checks
-// what a user sees, and uninstalls as the README says, leaving nothing.
+// rollout status` — tries the page's examples and a Deployment, checks
+// what a user sees, and uninstalls as the page says, leaving nothing.
 func TestInstallDevOverlay(t *testing.T) {
 	in := newInstall(t)
 	overlay, err := WriteMachineOverlay(in.dir, in.n.Cluster.Config.Host)
@@ -70,7 +70,7 @@ func TestInstallDevOverlay(t *testing.T) {
 	in.uninstallAll()
 }
 
-// TestInstallHelm is TestInstallDevOverlay with the README's Helm install
+// TestInstallHelm is TestInstallDevOverlay with docs/install.md's Helm install
 // for clusters whose API server cannot reach pods through a Service
 // (certificates.mode=secret, webhook.url, webhook.hostNetwork).
 func TestInstallHelm(t *testing.T) {
@@ -92,7 +92,7 @@ func TestInstallHelm(t *testing.T) {
 	in.uninstallAll()
 }
 
-// install is one run of the README's install on the node.
+// install is one run of docs/install.md's install on the node.
 type install struct {
 	t       *testing.T
 	n       *Node
@@ -145,11 +145,11 @@ func newInstall(t *testing.T) *install {
 	// of their own making, so `go run` in a new temp dir is not a cold build.
 	in.env = append(in.env, "PATH="+bin+":"+os.Getenv("PATH"), "KUBECONFIG="+n.Cluster.Kubeconfig,
 		strings.TrimSpace("GOFLAGS=-trimpath "+os.Getenv("GOFLAGS")))
-	readme, err := os.ReadFile(filepath.Join(in.dir, "README.md"))
+	page, err := os.ReadFile(filepath.Join(in.dir, filepath.FromSlash(installDoc)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.blocks, err = ReadmeBlocks(readme); err != nil {
+	if in.blocks, err = InstallBlocks(page); err != nil {
 		t.Fatal(err)
 	}
 	restore, err := n.withoutHarnessGpuadmit(in.ctx, root)
@@ -171,22 +171,22 @@ func newInstall(t *testing.T) *install {
 	return in
 }
 
-// run runs a README block's commands in order and returns what each did.
+// run runs an install block's commands in order and returns what each did.
 // A command whose comment says "denied" must fail; any other must succeed.
 func (in *install) run(block string) []commandResult {
 	in.t.Helper()
 	cmds, ok := in.blocks[block]
 	if !ok {
-		in.t.Fatalf("README.md has no block marked <!-- install-test: %s -->", block)
+		in.t.Fatalf("%s has no block marked <!-- install-test: %s -->", installDoc, block)
 	}
 	var results []commandResult
 	for _, c := range cmds {
 		r := in.shell(Substitute(in.subs, c))
 		results = append(results, r)
 		if denied := ExpectsDenial(c); denied && r.Err == nil {
-			in.t.Fatalf("README block %s: %q was not refused, as its comment says it is", block, r.Cmd)
+			in.t.Fatalf("install block %s: %q was not refused, as its comment says it is", block, r.Cmd)
 		} else if !denied && r.Err != nil {
-			in.t.Fatalf("README block %s: %q: %v\n%s\n%s", block, r.Cmd, r.Err, lastLines(r.Stdout, 20), r.Stderr)
+			in.t.Fatalf("install block %s: %q: %v\n%s\n%s", block, r.Cmd, r.Err, lastLines(r.Stdout, 20), r.Stderr)
 		}
 	}
 	return results
@@ -203,7 +203,7 @@ func (in *install) shell(cmd string) commandResult {
 	return r
 }
 
-// checkSubstitutions fails a test whose substitutions the README no
+// checkSubstitutions fails a test whose substitutions docs/install.md no
 // longer gave a command to change.
 func (in *install) checkSubstitutions() {
 	if in.t.Failed() {
@@ -211,7 +211,7 @@ func (in *install) checkSubstitutions() {
 	}
 	for _, s := range in.subs {
 		if s.Used == 0 {
-			in.t.Errorf("no README command matched %q, the change made because %s: the README changed under the test", s.Old, s.Why)
+			in.t.Errorf("no command of %s matched %q, the change made because %s: the page changed under the test", installDoc, s.Old, s.Why)
 		}
 	}
 }
@@ -229,10 +229,10 @@ func (in *install) cleanUp() {
 	}
 }
 
-// exampleCreate matches the README's creation of an example pod.
+// exampleCreate matches docs/install.md's creation of an example pod.
 var exampleCreate = regexp.MustCompile(`^kubectl create -f examples/pods/([a-z0-9-]+)\.yaml`)
 
-// tryIt runs the README's try block, then creates the examples it did not,
+// tryIt runs docs/install.md's try block, then creates the examples it did not,
 // and checks each pod, the Deployment's pods, the denials, Events and
 // `kubectl describe` against gpuadmit's offline decision.
 func (in *install) tryIt() {
@@ -246,7 +246,7 @@ func (in *install) tryIt() {
 		}
 	}
 	if len(created) == 0 {
-		t.Fatal("the README's try block creates no example pod")
+		t.Fatal("the try block of " + installDoc + " creates no example pod")
 	}
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		if name == "deployment" {
@@ -355,7 +355,7 @@ func (in *install) checkShown(results []commandResult, want map[string]offline.O
 		}
 	}
 	if shown == 0 {
-		in.t.Error("the README's try block shows no pod with kubectl get -o yaml")
+		in.t.Error("the try block of " + installDoc + " shows no pod with kubectl get -o yaml")
 	}
 }
 
@@ -389,7 +389,7 @@ func (in *install) checkDeployment(want offline.Output) {
 	}
 }
 
-// checkEvents checks that `kubectl events`, the README's command, shows a
+// checkEvents checks that `kubectl events`, the page's command, shows a
 // GPUDenied Event naming each denied pod and a GPUWarning naming each pod
 // admitted with a warning; Events are written after the answer, so it is
 // asked again for up to a minute.

@@ -135,7 +135,7 @@ func Start(ctx context.Context, opts Options) (n *Node, err error) {
 //   - the node-lifecycle controller, which lifts the not-ready taint;
 //   - the deployment controller, which the cluster package does not run
 //     (its tests create pods and ReplicaSets), for the Install tests'
-//     Deployments (gpuadmit's, the README's example);
+//     Deployments (gpuadmit's, docs/install.md's example);
 //   - the device-taint eviction controller (DRADeviceTaints, GA and on by
 //     default in v1.37, but not among the controllers the cluster package
 //     runs), which evicts the pods of claims whose device carries a

@@ -24,7 +24,7 @@ import (
 const (
 	// NVIDIARuntimeClass runs containers under nvidia-container-runtime with
 	// accept-nvidia-visible-devices-envvar-when-unprivileged = false, the
-	// setting gpuadmit's README asks of a node: an unprivileged container's
+	// setting docs/node.md asks of a node: an unprivileged container's
 	// NVIDIA_VISIBLE_DEVICES selects no device.
 	NVIDIARuntimeClass = "nvidia"
 	// NVIDIAEnvvarRuntimeClass runs containers under nvidia-container-runtime
