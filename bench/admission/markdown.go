@@ -54,7 +54,7 @@ func (r *Report) Markdown(w io.Writer) {
 	r.cpuTable(w)
 }
 
-// targets checks issue 17's targets for gpuadmit at every level, beside
+// targets checks the admission latency targets for gpuadmit at every level, beside
 // the same figures for the patch configuration, the floor any mutating
 // webhook stands on:
 //   - extra CPU per pod over the no-op webhook, all processes counted: under

@@ -11,7 +11,7 @@ import (
 )
 
 // productMarkdown says how the webhook wrote the pods of each product-path
-// configuration, and states issue 28's targets for them.
+// configuration, and states the product path's placement targets for them.
 func (r *Report) productMarkdown(w io.Writer) {
 	byConfig := map[string]*Replayed{}
 	for i := range r.Replayed {

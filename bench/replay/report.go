@@ -139,7 +139,7 @@ func boundString(ms float64) string {
 	return fmt.Sprintf("%.3f", ms)
 }
 
-// targets states issue 16's targets against the numbers.
+// targets states the replay's placement targets against the numbers.
 func (r *Report) targets(w io.Writer) {
 	var g *Replayed
 	for i := range r.Replayed {
