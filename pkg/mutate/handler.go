@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 )
 
 // NamespaceGetter returns a pod's namespace (labels and annotations feed the policy).
@@ -139,7 +140,7 @@ func response(res Result) (admission.Response, string) {
 	case OutcomeAllowed:
 		return admission.Allowed("").WithWarnings(res.Warnings...), outcome
 	default:
-		patch, err := marshalPatch(res.Patch)
+		patch, err := write.MarshalPatch(res.Patch)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the patch: %w", err)), OutcomeErrored
 		}

@@ -2,9 +2,7 @@ package mutate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
@@ -67,7 +66,7 @@ func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed er
 			return withSealReason("the pod carries gpuadmit's record, but its recorded request is denied now: "+now.Message, unsealed)
 		},
 		differs: func(_ Result, patch []jsonpatch.Operation) string {
-			return forged(withSealReason("the pod differs from what gpuadmit writes for it at "+paths(patch), unsealed))
+			return forged(withSealReason("the pod differs from what gpuadmit writes for it at "+write.Paths(patch), unsealed))
 		},
 	})
 }
@@ -146,7 +145,7 @@ func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Resul
 	if err := m.seal(req, &out); err != nil {
 		return Result{}, err
 	}
-	patch, err := diff(record.WithSealOf(pod, out.Pod), out.Pod)
+	patch, err := write.Patch(record.WithSealOf(pod, out.Pod), out.Pod)
 	if err != nil {
 		return Result{}, err
 	}
@@ -229,94 +228,10 @@ func keepUnrecordedModels(out, arrived *corev1.Pod) {
 
 // withPatch adds the patch from the arriving pod to the result's pod.
 func withPatch(arrived *corev1.Pod, out Result) (Result, error) {
-	patch, err := diff(arrived, out.Pod)
+	patch, err := write.Patch(arrived, out.Pod)
 	if err != nil {
 		return Result{}, err
 	}
 	out.Patch = patch
 	return out, nil
-}
-
-// diff is the RFC 6902 patch that turns a into b: from the fields gpuadmit
-// writes alone (writtenPatch) where nothing else differs, else from the
-// whole pods. Both give the same patch.
-func diff(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
-	if patch, ok, err := writtenPatch(a, b); ok || err != nil {
-		return patch, err
-	}
-	return podPatch(a, b)
-}
-
-// podPatch is the patch that turns a into b, from both pods whole.
-func podPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
-	ja, err := json.Marshal(a)
-	if err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
-	jb, err := json.Marshal(b)
-	if err != nil {
-		return nil, fmt.Errorf("encode mutated pod: %w", err)
-	}
-	return jsonPatch(ja, jb)
-}
-
-// jsonPatch is the patch between two JSON documents, in a stable order.
-func jsonPatch(ja, jb []byte) ([]jsonpatch.Operation, error) {
-	patch, err := jsonpatch.CreatePatch(ja, jb)
-	if err != nil {
-		return nil, fmt.Errorf("create patch: %w", err)
-	}
-	sortPatch(patch)
-	return patch, nil
-}
-
-// sortPatch orders operations by path, numeric segments as numbers, so the
-// same change always gives the same patch (CreatePatch walks maps in random
-// order). gpuadmit only changes map keys and appends to arrays, for which
-// ascending paths are a valid order.
-func sortPatch(patch []jsonpatch.Operation) {
-	sort.SliceStable(patch, func(i, j int) bool { return pathLess(patch[i].Path, patch[j].Path) })
-}
-
-func pathLess(a, b string) bool {
-	for {
-		as, arest, amore := strings.Cut(a, "/")
-		bs, brest, bmore := strings.Cut(b, "/")
-		if as != bs {
-			ai, anum := index(as)
-			bi, bnum := index(bs)
-			if anum && bnum {
-				return ai < bi
-			}
-			return as < bs
-		}
-		if !amore || !bmore {
-			return !amore && bmore // the shorter path first
-		}
-		a, b = arest, brest
-	}
-}
-
-// index reads a path segment that is an array index; it allocates nothing
-// (strconv.Atoi's error for every map key would).
-func index(s string) (int, bool) {
-	if s == "" || len(s) > 9 {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
-}
-
-func paths(patch []jsonpatch.Operation) string {
-	ps := make([]string, len(patch))
-	for i, op := range patch {
-		ps[i] = op.Path
-	}
-	return strings.Join(ps, ", ")
 }
