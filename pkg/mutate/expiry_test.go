@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
@@ -57,7 +58,7 @@ func jobPod(job *batchv1.Job) *corev1.Pod {
 
 // clocked decides with eval on nodes, sealing with key1, at clk's time,
 // reading Jobs from jobs.
-func clocked(eval Evaluator, clk *clocktesting.FakePassiveClock, jobs WorkloadReader, nodes ...corev1.Node) *Mutator {
+func clocked(eval decide.Evaluator, clk *clocktesting.FakePassiveClock, jobs WorkloadReader, nodes ...corev1.Node) *Mutator {
 	inv := StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}
 	return NewMutator(eval, inv, MutatorOptions{RecordKeys: record.KeySet{Current: key1}, Clock: clk, Workloads: jobs})
 }
@@ -78,7 +79,7 @@ func TestPodSealHoldsOnlyInTheReinvocationWindow(t *testing.T) {
 	admitted := mustMutate(t, clocked(oldPolicy, clk, nil, h100Mixed), memPod()).Pod
 	tests := map[string]struct {
 		after  time.Duration
-		policy Evaluator
+		policy decide.Evaluator
 		// allow with resealed: passed with a new seal; allow alone: unchanged.
 		allow, resealed bool
 		want            []string

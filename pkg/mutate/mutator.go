@@ -13,14 +13,10 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
-
-// Evaluator makes a policy decision for one pod.
-type Evaluator interface {
-	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
-}
 
 // SchedulerSource lists the second schedulers running now
 // (gpuadmit-scheduler), and which pools gpuadmit-scheduler may own.
@@ -45,11 +41,11 @@ func (s StaticInventory) Inventory() *inventory.Inventory { return s.Inv }
 
 // Mutator decides and rewrites GPU pods. It is safe for concurrent use.
 type Mutator struct {
-	eval  Evaluator
+	eval  decide.Evaluator
 	inv   InventorySource
 	opts  MutatorOptions
 	pools atomic.Pointer[preparedPools] // input.pools of the last inventory seen
-	memo  decisionMemo
+	memo  decide.Memo
 }
 
 // preparedPools is an inventory's pools converted for the policy once.
@@ -59,7 +55,7 @@ type preparedPools struct {
 }
 
 // NewMutator returns a Mutator deciding with eval over the pools of inv.
-func NewMutator(eval Evaluator, inv InventorySource, opts MutatorOptions) *Mutator {
+func NewMutator(eval decide.Evaluator, inv InventorySource, opts MutatorOptions) *Mutator {
 	return &Mutator{eval: eval, inv: inv, opts: opts}
 }
 
@@ -190,7 +186,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 		in.Cluster.Schedulers = orNone(m.opts.Schedulers.Live())
 		in.Cluster.Owners = poolOwners(m.opts.Schedulers, inv)
 	}
-	d, err := m.evaluate(ctx, inv, in)
+	d, err := m.memo.Evaluate(ctx, m.eval, inv, in)
 	if err != nil {
 		return Result{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
@@ -24,7 +25,7 @@ var (
 )
 
 // keyed decides with the default policies on nodes, sealing with keys.
-func keyed(eval Evaluator, keys record.KeySet, nodes ...corev1.Node) *Mutator {
+func keyed(eval decide.Evaluator, keys record.KeySet, nodes ...corev1.Node) *Mutator {
 	inv := StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}
 	return NewMutator(eval, inv, MutatorOptions{RecordKeys: keys})
 }

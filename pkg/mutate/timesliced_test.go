@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
@@ -20,7 +21,7 @@ import (
 // timeSlicedMutator decides over examples/nodes-time-sliced.yaml: an L4
 // pool time-sliced 4 ways (nvidia.com/gpu), an A10 pool time-sliced 2 ways
 // (nvidia.com/gpu.shared) and one whole L4.
-func timeSlicedMutator(t *testing.T, eval Evaluator) *Mutator {
+func timeSlicedMutator(t *testing.T, eval decide.Evaluator) *Mutator {
 	t.Helper()
 	nodes := readNodes(t, "../../examples/nodes-time-sliced.yaml")
 	return NewMutator(eval, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{})
