@@ -9,6 +9,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -32,7 +33,7 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 	}
 	w.NodeSelector = merged(ch.pool.NodeSelector, d.NodeSelector)
 	if ch.pool.ExcludeNamed {
-		excludeNamedPools(out)
+		write.ExcludeNamedPools(out)
 	}
 	w.Tolerations = addTolerations(out, ch.tolerations(d))
 	setPriority(out, d.PriorityClassName)

@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -6,10 +6,10 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
-// excludeNamedPools ANDs record.NotInNamedPool into every required node-affinity
+// ExcludeNamedPools ANDs record.NotInNamedPool into every required node-affinity
 // term (the terms are alternatives, so each must carry it); a pod without
 // required terms gets one. A term that has it already is left as it is.
-func excludeNamedPools(pod *corev1.Pod) {
+func ExcludeNamedPools(pod *corev1.Pod) {
 	if pod.Spec.Affinity == nil {
 		pod.Spec.Affinity = &corev1.Affinity{}
 	}
