@@ -1,7 +1,7 @@
 package admission
 
 import (
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 
 	"fmt"
 	"maps"
@@ -43,7 +43,7 @@ func MutationOf(p *corev1.Pod) Mutation {
 	for k := range p.Annotations {
 		// The seal (an HMAC over what gpuadmit wrote) is gpuadmit's alone:
 		// the OPA policy has no key to sign with, and nothing to compare.
-		if strings.HasPrefix(k, "gpuadmit.io/") && k != mutate.AnnotationMAC && k != mutate.AnnotationWritten {
+		if strings.HasPrefix(k, "gpuadmit.io/") && k != record.AnnotationMAC && k != record.AnnotationWritten {
 			m.Annotations = append(m.Annotations, k)
 		}
 	}

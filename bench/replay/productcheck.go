@@ -14,6 +14,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/bench/packing"
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // ProductCheck is how gpuadmit's webhook wrote the GPU pods of a
@@ -78,8 +79,8 @@ func checkProduct(pods []packing.Pod, objs []corev1.Pod, scheduler string, alter
 // checkProductPod checks one GPU pod and reports whether it was placed by
 // alternatives; it adds the templates it names to templates.
 func checkProductPod(o *corev1.Pod, scheduler string, templates map[string]bool) (alt bool, err error) {
-	if o.Annotations[mutate.AnnotationDecision] == "" || o.Labels[mutate.LabelManaged] != "true" {
-		return false, fmt.Errorf("no gpuadmit record (%s) or label %s: the webhook did not decide it", mutate.AnnotationDecision, mutate.LabelManaged)
+	if o.Annotations[record.AnnotationDecision] == "" || o.Labels[mutate.LabelManaged] != "true" {
+		return false, fmt.Errorf("no gpuadmit record (%s) or label %s: the webhook did not decide it", record.AnnotationDecision, mutate.LabelManaged)
 	}
 	if o.Spec.SchedulerName != scheduler {
 		return false, fmt.Errorf("spec.schedulerName %q, want %q", o.Spec.SchedulerName, scheduler)
@@ -180,9 +181,9 @@ func probeWhy(p *corev1.Pod, err error, model string, s scheduler, models int) s
 	case model != "":
 		return ""
 	case s.onePool && mutate.PoolOf(p) == "":
-		return fmt.Sprintf("probe placed on no one pool: %s", p.Annotations[mutate.AnnotationDecision])
+		return fmt.Sprintf("probe placed on no one pool: %s", p.Annotations[record.AnnotationDecision])
 	case !s.onePool && len(mutate.PoolsOf(p)) != models:
-		return fmt.Sprintf("probe has alternatives on pools %v, want %d: %s", mutate.PoolsOf(p), models, p.Annotations[mutate.AnnotationDecision])
+		return fmt.Sprintf("probe has alternatives on pools %v, want %d: %s", mutate.PoolsOf(p), models, p.Annotations[record.AnnotationDecision])
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestDerivedPoolStaysOffNamedPools: H100 nodes an operator named
@@ -25,10 +26,10 @@ func TestDerivedPoolStaysOffNamedPools(t *testing.T) {
 	}{
 		"no named pool of that product: no affinity": {nodes: []corev1.Node{plain}},
 		"named nodes overlap: the pod gets one term": {nodes: []corev1.Node{plain, named},
-			want: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{notInNamedPool}}}},
+			want: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{record.NotInNamedPool}}}},
 		"the pod's own terms each get the clause": {nodes: []corev1.Node{plain, named},
 			affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{user}}}},
-			want:     []corev1.NodeSelectorTerm{{MatchExpressions: append(append([]corev1.NodeSelectorRequirement{}, user.MatchExpressions...), notInNamedPool)}}},
+			want:     []corev1.NodeSelectorTerm{{MatchExpressions: append(append([]corev1.NodeSelectorRequirement{}, user.MatchExpressions...), record.NotInNamedPool)}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

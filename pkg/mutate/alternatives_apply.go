@@ -11,6 +11,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
@@ -21,16 +22,16 @@ import (
 // policy's selectors, priority, labels and annotations; no pool's nodeSelector.
 func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *altChoice) (Result, error) {
 	out := pod.DeepCopy()
-	rec := record{}
-	w := &written{Revision: d.Revision, Priority: d.PriorityClassName,
+	rec := record.Original{}
+	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName,
 		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
 	templates := map[string][]claim.Alternative{}
 	for _, c := range ch.containers {
 		ct := containerOf(out, c.req)
-		rec[ct.Name] = originalGPU(ct)
+		rec[ct.Name] = record.OriginalGPU(ct)
 		res := resourceList(map[string]int64{inventory.ResourceMemoryMiB: c.chargeMiB()})
 		setResources(ct, res)
-		w.setResources(ct.Name, res)
+		w.SetResources(ct.Name, res)
 		alts := c.alternatives()
 		tmpl := claim.AlternativesTemplateName(alts)
 		templates[tmpl] = alts
@@ -38,23 +39,23 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 		ct.Resources.Claims = append(ct.Resources.Claims, corev1.ResourceClaim{Name: name})
 		out.Spec.ResourceClaims = append(out.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: ptr.To(tmpl)})
 	}
-	setMeta(&out.Labels, map[string]string{claim.LabelShare: "true"})
-	w.addClaims(out)
+	record.SetMeta(&out.Labels, map[string]string{claim.LabelShare: "true"})
+	w.AddClaims(out)
 	if msg := addSelectors(out, nil, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
 	}
 	w.NodeSelector = merged(nil, d.NodeSelector)
 	w.Tolerations = addTolerations(out, ch.tolerations(d))
 	setPriority(out, d.PriorityClassName)
-	setMeta(&out.Labels, d.Labels)
-	setMeta(&out.Annotations, d.Annotations)
-	raw, err := rec.encode()
+	record.SetMeta(&out.Labels, d.Labels)
+	record.SetMeta(&out.Annotations, d.Annotations)
+	raw, err := rec.Encode()
 	if err != nil {
 		return Result{}, err
 	}
-	setMeta(&out.Annotations, map[string]string{
-		AnnotationDecision:           ch.decisionText(d.Revision),
-		AnnotationRequest:            raw,
+	record.SetMeta(&out.Annotations, map[string]string{
+		record.AnnotationDecision:    ch.decisionText(d.Revision),
+		record.AnnotationRequest:     raw,
 		claim.AnnotationAlternatives: claim.EncodeAlternatives(templates),
 	})
 	return Result{

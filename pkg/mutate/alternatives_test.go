@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -96,7 +97,7 @@ func TestAlternativesOnDRAPools(t *testing.T) {
 	if len(got.Spec.NodeSelector) != 0 || got.Spec.Affinity != nil {
 		t.Errorf("nodeSelector %v, affinity %v: the pod is pinned", got.Spec.NodeSelector, got.Spec.Affinity)
 	}
-	decision := got.Annotations[AnnotationDecision]
+	decision := got.Annotations[record.AnnotationDecision]
 	for _, s := range []string{"1) 1 MIG 1g.10gb slice(s) of an H100-80GB (9984 MiB) on pool h100", "2) a share of 8192 MiB of one A100-40GB on pool a100",
 		"3) 1 whole A100-40GB GPU(s) (40960 MiB) on pool a100", "alternatives on pools h100, a100"} {
 		if !strings.Contains(decision, s) {
@@ -257,7 +258,7 @@ func TestAlternativesOfOneScheduler(t *testing.T) {
 // template, or an edited list of alternatives (which the reconciler would
 // make the template from), is denied.
 func TestSealedAlternatives(t *testing.T) {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: altInventory()}, MutatorOptions{RecordKeys: KeySet{Current: key1}})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: altInventory()}, MutatorOptions{RecordKeys: record.KeySet{Current: key1}})
 	admitted := mustMutate(t, m, pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"})).Pod
 	if res := mustMutate(t, m, admitted.DeepCopy()); !res.Allowed || len(res.Patch) != 0 {
 		t.Fatalf("the sealed pod comes back: allowed %v, patch %v, message %q; want allowed unchanged", res.Allowed, res.Patch, res.Message)
@@ -299,8 +300,8 @@ func TestAlternativesNeverReachAPoolNotOffered(t *testing.T) {
 	teamB := corev1.Toleration{Key: "team", Operator: corev1.TolerationOpEqual, Value: "b", Effect: corev1.TaintEffectNoSchedule}
 	both := append(offer, policy.Candidate{Pool: "h100-b", Backend: "mig", Tolerations: []corev1.Toleration{teamB}})
 	got = mustMutate(t, NewMutator(both, StaticInventory{Inv: inv}, MutatorOptions{}), p).Pod
-	if !strings.Contains(got.Annotations[AnnotationDecision], "alternatives on pools h100, a100, h100-b") {
-		t.Errorf("decision %q: want alternatives on every pool offered", got.Annotations[AnnotationDecision])
+	if !strings.Contains(got.Annotations[record.AnnotationDecision], "alternatives on pools h100, a100, h100-b") {
+		t.Errorf("decision %q: want alternatives on every pool offered", got.Annotations[record.AnnotationDecision])
 	}
 	if !slices.Contains(got.Spec.Tolerations, teamB) {
 		t.Errorf("tolerations %v: want h100-b's, where its alternative may be allocated", got.Spec.Tolerations)
@@ -323,7 +324,7 @@ func TestAlternativesAtMostEight(t *testing.T) {
 	a, as := draPoolNode("a100-0", "a100", "NVIDIA-A100-SXM4-40GB", "A100-40GB", 40960, draDevice("gpu-0", "A100-40GB", "", 40960))
 	inv := inventory.BuildWithSlices([]corev1.Node{h, a}, []resourceapi.ResourceSlice{hs, as}, allocator.Default())
 	res := mustMutate(t, NewMutator(offer, StaticInventory{Inv: inv}, MutatorOptions{}), pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}))
-	decision := res.Pod.Annotations[AnnotationDecision]
+	decision := res.Pod.Annotations[record.AnnotationDecision]
 	if !strings.Contains(decision, "8) a share of 8192 MiB") || strings.Contains(decision, "9)") {
 		t.Errorf("decision %q: want 8 alternatives, the share last", decision)
 	}

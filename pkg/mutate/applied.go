@@ -2,6 +2,8 @@ package mutate
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // appliedWarning warns about a pod that client-side `kubectl apply` created
@@ -26,7 +28,7 @@ func appliedWarning(arrived, admitted *corev1.Pod) string {
 func gpuChanged(a, b *corev1.Pod) bool {
 	for _, pair := range [][2][]corev1.Container{{a.Spec.InitContainers, b.Spec.InitContainers}, {a.Spec.Containers, b.Spec.Containers}} {
 		for i := range min(len(pair[0]), len(pair[1])) {
-			wrote, got := originalGPU(&pair[0][i]), originalGPU(&pair[1][i])
+			wrote, got := record.OriginalGPU(&pair[0][i]), record.OriginalGPU(&pair[1][i])
 			if !kept(wrote.Limits, got.Limits) || !kept(wrote.Requests, got.Requests) {
 				return true
 			}

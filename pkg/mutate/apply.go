@@ -8,43 +8,45 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
 // apply writes the decision into a copy of the pod.
 func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Result, error) {
 	out := pod.DeepCopy()
-	rec := record{}
-	w := &written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.pool.ExcludeNamed,
+	rec := record.Original{}
+	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.pool.ExcludeNamed,
 		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
 	for _, a := range ch.assigns {
 		c := containerOf(out, a.req)
-		rec[c.Name] = originalGPU(c)
+		rec[c.Name] = record.OriginalGPU(c)
 		res := resourceList(a.resources(ch.pool))
 		setResources(c, res)
-		w.setResources(c.Name, res)
+		w.SetResources(c.Name, res)
 	}
 	addClaims(out, ch.assigns)
-	w.addClaims(out)
+	w.AddClaims(out)
 	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
 	}
 	w.NodeSelector = merged(ch.pool.NodeSelector, d.NodeSelector)
 	if ch.pool.ExcludeNamed {
-		excludeNamedPools(out)
+		write.ExcludeNamedPools(out)
 	}
 	w.Tolerations = addTolerations(out, ch.tolerations(d))
 	setPriority(out, d.PriorityClassName)
-	setMeta(&out.Labels, d.Labels)
-	setMeta(&out.Annotations, d.Annotations)
-	raw, err := rec.encode()
+	record.SetMeta(&out.Labels, d.Labels)
+	record.SetMeta(&out.Annotations, d.Annotations)
+	raw, err := rec.Encode()
 	if err != nil {
 		return Result{}, err
 	}
-	setMeta(&out.Annotations, map[string]string{
-		AnnotationDecision:       decisionText(ch, d.Revision),
-		AnnotationRequest:        raw,
-		AnnotationAcceptedModels: ch.accepted,
+	record.SetMeta(&out.Annotations, map[string]string{
+		record.AnnotationDecision: decisionText(ch, d.Revision),
+		record.AnnotationRequest:  raw,
+		AnnotationAcceptedModels:  ch.accepted,
 	})
 	return Result{
 		Allowed:     true,
@@ -85,8 +87,8 @@ func addSelectors(pod *corev1.Pod, pool, policySel map[string]string) string {
 	if k, v, clash := selectorClash(pool, policySel); clash {
 		return fmt.Sprintf("the policy's nodeSelector %s=%s contradicts the chosen pool's %s=%s", k, v, k, pool[k])
 	}
-	setMeta(&pod.Spec.NodeSelector, pool)
-	setMeta(&pod.Spec.NodeSelector, policySel)
+	record.SetMeta(&pod.Spec.NodeSelector, pool)
+	record.SetMeta(&pod.Spec.NodeSelector, policySel)
 	return ""
 }
 
@@ -107,21 +109,12 @@ func addTolerations(pod *corev1.Pod, ts []corev1.Toleration) []corev1.Toleration
 		if t.Operator == "" {
 			t.Operator = corev1.TolerationOpEqual
 		}
-		if !hasToleration(pod.Spec.Tolerations, t) {
+		if !record.HasToleration(pod.Spec.Tolerations, t) {
 			pod.Spec.Tolerations = append(pod.Spec.Tolerations, t)
 		}
 		out = append(out, t)
 	}
 	return out
-}
-
-func hasToleration(have []corev1.Toleration, t corev1.Toleration) bool {
-	for i := range have {
-		if have[i].MatchToleration(&t) {
-			return true
-		}
-	}
-	return false
 }
 
 // setPriority sets the PriorityClass. The API server's Priority plugin ran
@@ -140,8 +133,8 @@ func setPriority(pod *corev1.Pod, name string) {
 // merged is a's entries overridden by b's; nil when both are empty.
 func merged(a, b map[string]string) map[string]string {
 	var out map[string]string
-	setMeta(&out, a)
-	setMeta(&out, b)
+	record.SetMeta(&out, a)
+	record.SetMeta(&out, b)
 	return out
 }
 
@@ -149,21 +142,9 @@ func merged(a, b map[string]string) map[string]string {
 func userMeta(m map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range m {
-		if !IsOwnAnnotation(k) {
-			setMeta(&out, map[string]string{k: v})
+		if !record.IsOwnAnnotation(k) {
+			record.SetMeta(&out, map[string]string{k: v})
 		}
 	}
 	return out
-}
-
-func setMeta(dst *map[string]string, src map[string]string) {
-	if len(src) == 0 {
-		return
-	}
-	if *dst == nil {
-		*dst = map[string]string{}
-	}
-	for k, v := range src {
-		(*dst)[k] = v
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 )
 
 // thousandNodes is a cluster of 1,000 GPU nodes in five pools of every mode.
@@ -44,7 +45,7 @@ func benchPod() *corev1.Pod {
 }
 
 // benchDecide decides benchPod over 1,000 nodes with eval, again and again.
-func benchDecide(b *testing.B, eval Evaluator) {
+func benchDecide(b *testing.B, eval decide.Evaluator) {
 	m := NewMutator(eval, StaticInventory{Inv: inventory.Build(thousandNodes(), allocator.Default())}, MutatorOptions{})
 	p := benchPod()
 	ctx := context.Background()
@@ -58,7 +59,7 @@ func benchDecide(b *testing.B, eval Evaluator) {
 }
 
 // noMemo hides the engine's active set, so every decision runs the policy.
-type noMemo struct{ Evaluator }
+type noMemo struct{ decide.Evaluator }
 
 // BenchmarkDecideFresh1000Nodes is BenchmarkDecide1000Nodes with the policy
 // evaluated for every pod: the pods of a template the memo has not seen, or
@@ -80,12 +81,12 @@ func BenchmarkMemoHit(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := m.evaluate(ctx, inv, input(Request{Pod: p}, want, pools)); err != nil {
+	if _, err := m.memo.Evaluate(ctx, m.eval, inv, input(Request{Pod: p}, want, pools)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.evaluate(ctx, inv, input(Request{Pod: p}, want, pools)); err != nil {
+		if _, err := m.memo.Evaluate(ctx, m.eval, inv, input(Request{Pod: p}, want, pools)); err != nil {
 			b.Fatal(err)
 		}
 	}

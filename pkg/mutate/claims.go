@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // addClaims gives each share on a DRA pool a pod resource claim from
@@ -45,7 +46,7 @@ func addClaims(pod *corev1.Pod, assigns []assignment) {
 		})
 	}
 	if len(order) > 0 {
-		setMeta(&pod.Labels, map[string]string{claim.LabelShare: "true"})
+		record.SetMeta(&pod.Labels, map[string]string{claim.LabelShare: "true"})
 	}
 }
 
@@ -73,16 +74,11 @@ func podClaimName(container string) string {
 	return claim.PodClaimPrefix + hex.EncodeToString(sum[:])[:16]
 }
 
-// isOwnClaim reports whether a pod resource claim is gpuadmit's.
-func isOwnClaim(c corev1.PodResourceClaim) bool {
-	return c.ResourceClaimTemplateName != nil && claim.IsTemplateName(*c.ResourceClaimTemplateName)
-}
-
 // foreignClaimUse names a pod resource claim that uses one of gpuadmit's
 // templates on a pod gpuadmit has not admitted, or returns "".
 func foreignClaimUse(pod *corev1.Pod) string {
 	for i, c := range pod.Spec.ResourceClaims {
-		if isOwnClaim(c) {
+		if record.IsOwnClaim(c) {
 			return fmt.Sprintf("spec.resourceClaims[%d].resourceClaimTemplateName: %q is a template of gpuadmit's, "+
 				"which only gpuadmit writes into pods; ask for GPU memory in the container's resources "+
 				"(for example gpuadmit.io/gpu-memory: 10Gi) and gpuadmit writes the claim", i, *c.ResourceClaimTemplateName)
@@ -96,7 +92,7 @@ func foreignClaimUse(pod *corev1.Pod) string {
 func removeClaims(pod *corev1.Pod) {
 	own := map[string]bool{}
 	pod.Spec.ResourceClaims = slices.DeleteFunc(pod.Spec.ResourceClaims, func(c corev1.PodResourceClaim) bool {
-		own[c.Name] = isOwnClaim(c)
+		own[c.Name] = record.IsOwnClaim(c)
 		return own[c.Name]
 	})
 	if len(pod.Spec.ResourceClaims) == 0 {

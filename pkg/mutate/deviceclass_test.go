@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 const (
@@ -45,8 +47,8 @@ func TestImplicitDeviceClassIsDecided(t *testing.T) {
 				t.Errorf("no accounting resources: %v", c.Resources.Limits)
 			}
 			for k := range tc.limits {
-				if !strings.Contains(res.Pod.Annotations[AnnotationRequest], k) {
-					t.Errorf("record %s = %q, want the original %s", AnnotationRequest, res.Pod.Annotations[AnnotationRequest], k)
+				if !strings.Contains(res.Pod.Annotations[record.AnnotationRequest], k) {
+					t.Errorf("record %s = %q, want the original %s", record.AnnotationRequest, res.Pod.Annotations[record.AnnotationRequest], k)
 				}
 			}
 			if !strings.Contains(strings.Join(res.Warnings, "\n"), "is read as") {
@@ -93,7 +95,7 @@ func TestOtherDriversClassesPassUnchanged(t *testing.T) {
 	if res := mustMutate(t, mutator(a100Whole), alone.DeepCopy()); !res.Allowed || len(res.Patch) > 0 {
 		t.Errorf("another driver's class alone: allowed %v, patch %v (%s); want allowed unchanged", res.Allowed, res.Patch, res.Message)
 	}
-	m := keyed(defaultEngine, KeySet{Current: key1}, advertising(a100Whole))
+	m := keyed(defaultEngine, record.KeySet{Current: key1}, advertising(a100Whole))
 	res := mustMutate(t, m, pod("p", map[string]string{otherDriver: "1", "nvidia.com/gpu": "1"}))
 	if !res.Allowed {
 		t.Fatalf("denied: %s", res.Message)

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // DefaultSealWindow is MutatorOptions.SealWindow's default: the API
@@ -63,34 +65,34 @@ func (m *Mutator) window() time.Duration {
 //     workload owns, for as long as it lives (see ownedBy), and on its
 //     own template within the window (the reinvocation of the workload's
 //     CREATE).
-//   - A seal of an older gpuadmit (macVersion1) has no time and no
+//   - A seal of an older gpuadmit (record.MACVersion1) has no time and no
 //     workload: it holds on pods of the live workload whose template
 //     carries it (Jobs admitted before the upgrade keep their pods), and
 //     nowhere else.
-func (m *Mutator) stale(ctx context.Context, req Request, s *sealed) (string, error) {
+func (m *Mutator) stale(ctx context.Context, req Request, s *record.Sealed) (string, error) {
 	switch {
-	case req.Template && (s.w.Workload == nil || *s.w.Workload != req.Workload):
+	case req.Template && (s.Written.Workload == nil || *s.Written.Workload != req.Workload):
 		return fmt.Sprintf("a pod template's seal holds only for the workload it was sealed for, and this one was sealed for %s", sealedFor(s)), nil
-	case req.Template, s.version == macVersion && s.w.Workload == nil:
+	case req.Template, s.Version == record.MACVersion && s.Written.Workload == nil:
 		return m.outsideWindow(s), nil
-	case s.w.Workload != nil:
-		return m.ownedBy(ctx, req.Pod, *s.w.Workload, s.mac)
+	case s.Written.Workload != nil:
+		return m.ownedBy(ctx, req.Pod, *s.Written.Workload, s.MAC)
 	}
 	ref := metav1.GetControllerOf(req.Pod)
 	if ref == nil || ref.Kind != "Job" {
 		return "it was sealed by a gpuadmit release whose seals did not expire, and such a seal holds only on the pods of the live Job whose template carries it", nil
 	}
-	return m.ownedBy(ctx, req.Pod, WorkloadRef{Kind: ref.Kind, Name: ref.Name}, s.mac)
+	return m.ownedBy(ctx, req.Pod, record.WorkloadRef{Kind: ref.Kind, Name: ref.Name}, s.MAC)
 }
 
 // outsideWindow is "" when s was sealed within the seal window of now.
-func (m *Mutator) outsideWindow(s *sealed) string {
-	age := m.now().Sub(s.at())
+func (m *Mutator) outsideWindow(s *record.Sealed) string {
+	age := m.now().Sub(s.At())
 	if age.Abs() <= m.window() {
 		return ""
 	}
 	return fmt.Sprintf("it was sealed at %s, %s ago, and a seal is taken as it stands only within %s of sealing (the API server's reinvocation of the same request)",
-		s.at().Format(time.RFC3339), age.Truncate(time.Second), m.window())
+		s.At().Format(time.RFC3339), age.Truncate(time.Second), m.window())
 }
 
 // ownedBy is "" when pod's controller is the live workload wl, with the
@@ -104,12 +106,12 @@ func (m *Mutator) outsideWindow(s *sealed) string {
 // A pod that copies the template's annotations without being that
 // workload's pod is decided again, and so are the pods of a workload
 // deleted and created again under the same name with another seal.
-func (m *Mutator) ownedBy(ctx context.Context, pod *corev1.Pod, wl WorkloadRef, mac string) (string, error) {
+func (m *Mutator) ownedBy(ctx context.Context, pod *corev1.Pod, wl record.WorkloadRef, mac string) (string, error) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil {
 		return fmt.Sprintf("it is the seal of %s's pod template, and the pod has no controller ownerReference", wl), nil
 	}
-	if !isBatchJob(ref) || !wl.names(ref.Kind, ref.Name) {
+	if !isBatchJob(ref) || !wl.Names(ref.Kind, ref.Name) {
 		return fmt.Sprintf("it is the seal of %s's pod template, and the pod's controller is %s %s", wl, ref.Kind, ref.Name), nil
 	}
 	if m.opts.Workloads == nil {
@@ -123,7 +125,7 @@ func (m *Mutator) ownedBy(ctx context.Context, pod *corev1.Pod, wl WorkloadRef, 
 		return fmt.Sprintf("it is the seal of %s's pod template, and %s %s does not exist", wl, ref.Kind, ref.Name), nil
 	case uid != ref.UID:
 		return fmt.Sprintf("it is the seal of %s's pod template, and %s %s is now another object (UID %s, the pod's ownerReference names %s)", wl, ref.Kind, ref.Name, uid, ref.UID), nil
-	case ann[AnnotationMAC] != mac:
+	case ann[record.AnnotationMAC] != mac:
 		return fmt.Sprintf("it is the seal of %s's pod template, and the pod template of %s %s carries another seal", wl, ref.Kind, ref.Name), nil
 	}
 	return "", nil
@@ -136,14 +138,14 @@ func isBatchJob(ref *metav1.OwnerReference) bool {
 	return err == nil && gv.Group == batchv1.GroupName && ref.Kind == "Job"
 }
 
-func sealedFor(s *sealed) string {
+func sealedFor(s *record.Sealed) string {
 	switch {
-	case s.version == macVersion1:
+	case s.Version == record.MACVersion1:
 		return "no workload (an older gpuadmit's seal)"
-	case s.w.Workload == nil:
+	case s.Written.Workload == nil:
 		return "a pod, not a workload"
 	}
-	return s.w.Workload.String()
+	return s.Written.Workload.String()
 }
 
 // changes lists, for a person, what the patch changes in pod: each path

@@ -19,6 +19,8 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -56,9 +58,9 @@ func jobPod(job *batchv1.Job) *corev1.Pod {
 
 // clocked decides with eval on nodes, sealing with key1, at clk's time,
 // reading Jobs from jobs.
-func clocked(eval Evaluator, clk *clocktesting.FakePassiveClock, jobs WorkloadReader, nodes ...corev1.Node) *Mutator {
+func clocked(eval decide.Evaluator, clk *clocktesting.FakePassiveClock, jobs WorkloadReader, nodes ...corev1.Node) *Mutator {
 	inv := StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}
-	return NewMutator(eval, inv, MutatorOptions{RecordKeys: KeySet{Current: key1}, Clock: clk, Workloads: jobs})
+	return NewMutator(eval, inv, MutatorOptions{RecordKeys: record.KeySet{Current: key1}, Clock: clk, Workloads: jobs})
 }
 
 var t0 = time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
@@ -77,7 +79,7 @@ func TestPodSealHoldsOnlyInTheReinvocationWindow(t *testing.T) {
 	admitted := mustMutate(t, clocked(oldPolicy, clk, nil, h100Mixed), memPod()).Pod
 	tests := map[string]struct {
 		after  time.Duration
-		policy Evaluator
+		policy decide.Evaluator
 		// allow with resealed: passed with a new seal; allow alone: unchanged.
 		allow, resealed bool
 		want            []string
@@ -124,8 +126,8 @@ func TestPodSealHoldsOnlyInTheReinvocationWindow(t *testing.T) {
 // sealTime reads the sealing time from a pod's record.
 func sealTime(t *testing.T, p *corev1.Pod) time.Time {
 	t.Helper()
-	var w written
-	if err := json.Unmarshal([]byte(p.Annotations[AnnotationWritten]), &w); err != nil {
+	var w record.Written
+	if err := json.Unmarshal([]byte(p.Annotations[record.AnnotationWritten]), &w); err != nil {
 		t.Fatal(err)
 	}
 	return time.Unix(w.SealedAt, 0)
@@ -160,7 +162,7 @@ func TestTemplateSealHoldsForTheWorkloadsPods(t *testing.T) {
 	jobs := fakeJobs{live}
 	tmplPod := TemplatePod("ns", "train", "", &hamiJob("q").Spec.Template)
 	first := clocked(defaultEngine, clk, jobs, h100Mixed)
-	res, err := first.Mutate(context.Background(), Request{Pod: tmplPod, Template: true, Workload: WorkloadRef{Kind: "Job", Name: "train"}})
+	res, err := first.Mutate(context.Background(), Request{Pod: tmplPod, Template: true, Workload: record.WorkloadRef{Kind: "Job", Name: "train"}})
 	if err != nil || !res.Allowed {
 		t.Fatalf("template: %v %s", err, res.Message)
 	}
@@ -172,7 +174,7 @@ func TestTemplateSealHoldsForTheWorkloadsPods(t *testing.T) {
 
 	otherSeal := func(p *corev1.Pod) {
 		pod := TemplatePod("ns", "train", "", &hamiJob("q").Spec.Template)
-		r, _ := first.Mutate(context.Background(), Request{Pod: pod, Template: true, Workload: WorkloadRef{Kind: "Job", Name: "train"}})
+		r, _ := first.Mutate(context.Background(), Request{Pod: pod, Template: true, Workload: record.WorkloadRef{Kind: "Job", Name: "train"}})
 		live.Spec.Template.Annotations = r.Pod.Annotations
 	}
 	tests := map[string]struct {
@@ -238,7 +240,7 @@ func TestTemplateSealHoldsForTheWorkloadsPods(t *testing.T) {
 // template copied into another Job, is decided again.
 func TestTemplateSealAtTheWorkloadsCreate(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(t0)
-	train := WorkloadRef{Kind: "Job", Name: "train"}
+	train := record.WorkloadRef{Kind: "Job", Name: "train"}
 	first := clocked(defaultEngine, clk, nil, h100Mixed)
 	res, err := first.Mutate(context.Background(), Request{Pod: TemplatePod("ns", "train", "", &hamiJob("q").Spec.Template), Template: true, Workload: train})
 	if err != nil || !res.Allowed {
@@ -249,15 +251,15 @@ func TestTemplateSealAtTheWorkloadsCreate(t *testing.T) {
 	}
 	tests := map[string]struct {
 		after time.Duration
-		wl    WorkloadRef
+		wl    record.WorkloadRef
 		pod   func() *corev1.Pod
 		allow bool
 		want  string
 	}{
 		"reinvoked for the same Job":      {after: time.Second, wl: train, pod: sealedPod, allow: true},
 		"created again after the window":  {after: time.Hour, wl: train, pod: sealedPod, want: "sealed at 2026-11-27T09:00:00Z"},
-		"copied into another Job at once": {after: time.Second, wl: WorkloadRef{Kind: "Job", Name: "copy"}, pod: sealedPod, want: "was sealed for Job/train"},
-		"a generated name is another Job": {after: time.Second, wl: WorkloadRef{Kind: "Job", GenerateName: "train-"}, pod: sealedPod, want: "was sealed for Job/train"},
+		"copied into another Job at once": {after: time.Second, wl: record.WorkloadRef{Kind: "Job", Name: "copy"}, pod: sealedPod, want: "was sealed for Job/train"},
+		"a generated name is another Job": {after: time.Second, wl: record.WorkloadRef{Kind: "Job", GenerateName: "train-"}, pod: sealedPod, want: "was sealed for Job/train"},
 		"a pod's seal copied into a template": {after: time.Second, wl: train, pod: func() *corev1.Pod {
 			return mustMutate(t, first, memPod()).Pod
 		}, want: "was sealed for a pod, not a workload"},
@@ -284,23 +286,28 @@ func TestTemplateSealAtTheWorkloadsCreate(t *testing.T) {
 func sealV1(t *testing.T, namespace string, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	out := pod.DeepCopy()
-	var w written
-	if err := json.Unmarshal([]byte(out.Annotations[AnnotationWritten]), &w); err != nil {
+	var w record.Written
+	if err := json.Unmarshal([]byte(out.Annotations[record.AnnotationWritten]), &w); err != nil {
 		t.Fatal(err)
 	}
 	w.SealedAt, w.Workload = 0, nil
 	raw, _ := json.Marshal(w)
-	out.Annotations[AnnotationWritten] = string(raw)
-	in := macInput{Version: "v1", Namespace: namespace, Record: map[string]string{}}
+	out.Annotations[record.AnnotationWritten] = string(raw)
+	// What a v1 MAC covers, as record.Seal encodes it.
+	in := struct {
+		Version   string            `json:"v"`
+		Namespace string            `json:"ns"`
+		Record    map[string]string `json:"record"`
+	}{Version: "v1", Namespace: namespace, Record: map[string]string{}}
 	for k, v := range out.Annotations {
-		if IsOwnAnnotation(k) && k != AnnotationMAC {
+		if record.IsOwnAnnotation(k) && k != record.AnnotationMAC {
 			in.Record[k] = v
 		}
 	}
 	b, _ := json.Marshal(in)
 	h := hmac.New(sha256.New, key1)
 	h.Write(b)
-	out.Annotations[AnnotationMAC] = "v1:" + KeyID(key1) + ":" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	out.Annotations[record.AnnotationMAC] = "v1:" + record.KeyID(key1) + ":" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 	return out
 }
 
@@ -314,7 +321,7 @@ func TestOlderSealsAcrossAnUpgrade(t *testing.T) {
 	first := clocked(defaultEngine, clk, nil, h100Mixed)
 	v1Pod := sealV1(t, "ns", mustMutate(t, first, memPod()).Pod)
 
-	res, err := first.Mutate(context.Background(), Request{Pod: TemplatePod("ns", "old", "", &hamiJob("q").Spec.Template), Template: true, Workload: WorkloadRef{Kind: "Job", Name: "old"}})
+	res, err := first.Mutate(context.Background(), Request{Pod: TemplatePod("ns", "old", "", &hamiJob("q").Spec.Template), Template: true, Workload: record.WorkloadRef{Kind: "Job", Name: "old"}})
 	if err != nil || !res.Allowed {
 		t.Fatalf("template: %v %s", err, res.Message)
 	}
@@ -328,8 +335,8 @@ func TestOlderSealsAcrossAnUpgrade(t *testing.T) {
 		t.Errorf("a v1-sealed pod in flight, decision unchanged: refused: %s", res.Message)
 	} else {
 		checkResealed(t, same, res)
-		if !strings.HasPrefix(res.Pod.Annotations[AnnotationMAC], "v2:") {
-			t.Errorf("resealed as %q, want a v2 seal", res.Pod.Annotations[AnnotationMAC])
+		if !strings.HasPrefix(res.Pod.Annotations[record.AnnotationMAC], "v2:") {
+			t.Errorf("resealed as %q, want a v2 seal", res.Pod.Annotations[record.AnnotationMAC])
 		}
 	}
 	changed := clocked(newPriority, clk, jobs, h100Mixed)

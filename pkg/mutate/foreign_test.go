@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestForeignHints: HAMi's and Volcano's pod annotations narrow the pools as
@@ -40,7 +41,7 @@ func TestForeignHints(t *testing.T) {
 			if !res.Allowed {
 				t.Fatalf("denied: %s", res.Message)
 			}
-			if got := res.Pod.Annotations[AnnotationDecision]; !strings.Contains(got, "pool "+tc.wantPool+";") {
+			if got := res.Pod.Annotations[record.AnnotationDecision]; !strings.Contains(got, "pool "+tc.wantPool+";") {
 				t.Errorf("decision %q, want pool %s", got, tc.wantPool)
 			}
 			var got []string

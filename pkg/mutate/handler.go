@@ -15,6 +15,8 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 )
 
 // NamespaceGetter returns a pod's namespace (labels and annotations feed the policy).
@@ -88,7 +90,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 // decide decides for pod, a pod being created or (workload not nil) that
 // workload's pod template, with the namespace and quota of the review. Its
 // callers answer with response, which gives the outcome.
-func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, workload *WorkloadRef) (Result, error) {
+func (h *Handler) decide(ctx context.Context, req admission.Request, pod *corev1.Pod, workload *record.WorkloadRef) (Result, error) {
 	log := logf.FromContext(ctx)
 	ns, err := h.ns.Namespace(ctx, req.Namespace)
 	if err != nil {
@@ -138,7 +140,7 @@ func response(res Result) (admission.Response, string) {
 	case OutcomeAllowed:
 		return admission.Allowed("").WithWarnings(res.Warnings...), outcome
 	default:
-		patch, err := marshalPatch(res.Patch)
+		patch, err := write.MarshalPatch(res.Patch)
 		if err != nil {
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the patch: %w", err)), OutcomeErrored
 		}
@@ -157,7 +159,7 @@ func (h *Handler) report(ctx context.Context, req admission.Request, pod *corev1
 		return
 	}
 	log.Info("decision", "pod", podRef(pod), "user", req.UserInfo.Username, "revision", res.Revision, "outcome", outcome,
-		"asked", asked(pod), "decision", res.Pod.Annotations[AnnotationDecision], "message", res.Message,
+		"asked", asked(pod), "decision", res.Pod.Annotations[record.AnnotationDecision], "message", res.Message,
 		"dryRun", req.DryRun != nil && *req.DryRun, "seconds", seconds)
 	// An allowed answer without a patch for a GPU pod is a pod gpuadmit already
 	// decided (reinvocation, a re-applied saved pod): its Event was recorded then.
@@ -185,7 +187,7 @@ func asked(pod *corev1.Pod) map[string]map[string]string {
 		out[key] = m
 	}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		add(c.Name, gpuKeys(c.Resources.Limits))
+		add(c.Name, record.OriginalGPU(&c).Limits)
 	}
 	kai := map[string]string{}
 	for _, k := range []string{intent.AnnotationKAIFraction, intent.AnnotationKAIMemory, intent.AnnotationKAINumDevices, intent.AnnotationKAIContainerName} {

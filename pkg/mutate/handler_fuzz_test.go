@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // FuzzHandler sends arbitrary request bodies through the webhook: it never
@@ -132,7 +133,7 @@ func addNameSeeds(f *testing.F) {
 		intent.AnnotationHAMiUseType, intent.AnnotationHAMiNoUseType, intent.AnnotationHAMiMode, intent.AnnotationVolcanoMode,
 		intent.AnnotationHAMiUseUUID, intent.AnnotationHAMiNoUseUUID, intent.AnnotationVolcanoUseUUID, intent.AnnotationVolcanoNoUseUUID,
 		intent.AnnotationHAMiGPUPolicy, intent.AnnotationHAMiNodePolicy, intent.AnnotationHAMiNUMABind, intent.AnnotationVolcanoPodGroupPolicy,
-		AnnotationDecision, AnnotationRequest, AnnotationWritten, AnnotationMAC} {
+		record.AnnotationDecision, record.AnnotationRequest, record.AnnotationWritten, record.AnnotationMAC} {
 		f.Add(intent.ResourceDeviceClassPrefix+intent.DeviceClassGPU, "1", "", "", k, "1")
 	}
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/certs"
 	"github.com/gpuadmit/gpuadmit/internal/listener"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -230,7 +231,7 @@ func (f failingEvaluator) Evaluate(context.Context, policy.Input) (policy.Decisi
 // is answered as an error (500, counted as errored), never as an allow.
 func TestEvaluationErrorsAreErrors(t *testing.T) {
 	tests := map[string]struct {
-		eval    Evaluator
+		eval    decide.Evaluator
 		wantMsg string
 	}{
 		"evaluator returns a deadline":             {eval: failingEvaluator{err: fmt.Errorf("evaluate: %w", context.DeadlineExceeded)}, wantMsg: "deadline exceeded"},

@@ -151,7 +151,7 @@ func accountingResources(c corev1.Container) map[string]string {
 func resourceQuantity(v int64) *resource.Quantity { return resource.NewQuantity(v, resource.DecimalSI) }
 
 // patchOps are the JSON patch operations resp answers with: the handlers
-// write the patch's bytes (marshalPatch), not controller-runtime's Patches.
+// write the patch's bytes (write.MarshalPatch), not controller-runtime's Patches.
 func patchOps(t testing.TB, resp admission.Response) []jsonpatch.Operation {
 	t.Helper()
 	if len(resp.Patches) > 0 {

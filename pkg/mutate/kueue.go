@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // Kueue's labels that gpuadmit reads. Kueue admits a workload on its pod
@@ -83,7 +84,7 @@ func (h *JobHandler) handle(ctx context.Context, req admission.Request) (admissi
 		return admission.Allowed(fmt.Sprintf("the Job belongs to %s %s, which Kueue admitted as a whole; gpuadmit checks its pods when they are created", owner.Kind, owner.Name)), OutcomeAllowed
 	}
 	pod := TemplatePod(req.Namespace, job.Name, job.GenerateName, &job.Spec.Template)
-	res, err := h.pods.decide(ctx, req, pod, &WorkloadRef{Kind: "Job", Name: job.Name, GenerateName: job.GenerateName})
+	res, err := h.pods.decide(ctx, req, pod, &record.WorkloadRef{Kind: "Job", Name: job.Name, GenerateName: job.GenerateName})
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), OutcomeErrored
 	}
@@ -93,7 +94,7 @@ func (h *JobHandler) handle(ctx context.Context, req admission.Request) (admissi
 	res.Patch = underPath(JobTemplatePath, res.Patch)
 	resp, outcome := response(res)
 	logf.FromContext(ctx).Info("job template decision", "job", jobRef(req.Namespace, job), "revision", res.Revision, "outcome", outcome,
-		"decision", res.Pod.Annotations[AnnotationDecision], "message", res.Message)
+		"decision", res.Pod.Annotations[record.AnnotationDecision], "message", res.Message)
 	return resp, outcome
 }
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // kueueHandlers are the pod and Job handlers of one replica that seals its
@@ -23,7 +25,7 @@ func kueueHandlers(t *testing.T, jobs ...*batchv1.Job) (*Handler, *JobHandler) {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(batchv1.AddToScheme(s))
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{RecordKeys: KeySet{Current: key1}, Workloads: fakeJobs(jobs)})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{RecordKeys: record.KeySet{Current: key1}, Workloads: fakeJobs(jobs)})
 	pods := NewHandler(m, teamA(t), s, HandlerOptions{})
 	return pods, NewJobHandler(pods)
 }
@@ -98,7 +100,7 @@ func TestKueueJobTemplateIsDecided(t *testing.T) {
 	if len(accountingResources(tc)) == 0 {
 		t.Errorf("the template has no accounting resources: Kueue would not count GPU memory")
 	}
-	if job.Spec.Template.Annotations[AnnotationMAC] == "" || job.Spec.Template.Annotations[AnnotationDecision] == "" {
+	if job.Spec.Template.Annotations[record.AnnotationMAC] == "" || job.Spec.Template.Annotations[record.AnnotationDecision] == "" {
 		t.Errorf("the template carries no sealed record: %v", job.Spec.Template.Annotations)
 	}
 

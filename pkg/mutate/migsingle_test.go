@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestMIGSingleStrategy: nvidia.com/gpu with a nodeSelector on a MIG
@@ -21,7 +23,7 @@ func TestMIGSingleStrategy(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"nvidia.com/gpu": "1"}, gpuResources(res.Pod.Spec.Containers[0])); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
 	}
-	if got := res.Pod.Annotations[AnnotationDecision]; !strings.Contains(got, "MIG 1g.5gb") || !strings.Contains(got, "pool a100-40gb-mig-1g.5gb;") {
+	if got := res.Pod.Annotations[record.AnnotationDecision]; !strings.Contains(got, "MIG 1g.5gb") || !strings.Contains(got, "pool a100-40gb-mig-1g.5gb;") {
 		t.Errorf("decision %q, want a 1g.5gb slice of pool a100-40gb-mig-1g.5gb", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -198,7 +199,7 @@ func TestForgedRecordsAreDenied(t *testing.T) {
 	}{
 		"a decision on a fresh pod": {func() *corev1.Pod {
 			p := pod("p", map[string]string{"nvidia.com/gpu": "1"})
-			p.Annotations = map[string]string{AnnotationDecision: "a: all the GPUs"}
+			p.Annotations = map[string]string{record.AnnotationDecision: "a: all the GPUs"}
 			return p
 		}, "gpuadmit.io/request is missing"},
 		"any reserved annotation": {func() *corev1.Pod {
@@ -213,17 +214,17 @@ func TestForgedRecordsAreDenied(t *testing.T) {
 		}, "/spec/containers/0/resources"},
 		"an edited decision text": {func() *corev1.Pod {
 			p := genuine.DeepCopy()
-			p.Annotations[AnnotationDecision] = "a: approved by ops" + revisionMark + "x"
+			p.Annotations[record.AnnotationDecision] = "a: approved by ops" + revisionMark + "x"
 			return p
 		}, "/metadata/annotations/gpuadmit.io~1decision"},
 		"a record naming another container": {func() *corev1.Pod {
 			p := genuine.DeepCopy()
-			p.Annotations[AnnotationRequest] = `{"zz":{}}`
+			p.Annotations[record.AnnotationRequest] = `{"zz":{}}`
 			return p
 		}, "names containers the pod does not have"},
 		"a record that is not JSON": {func() *corev1.Pod {
 			p := genuine.DeepCopy()
-			p.Annotations[AnnotationRequest] = `{`
+			p.Annotations[record.AnnotationRequest] = `{`
 			return p
 		}, "is not gpuadmit's record"},
 	}
@@ -257,8 +258,8 @@ func TestSavedPodUnderANewRevisionKeepsItsRecord(t *testing.T) {
 	old := NewMutator(revisionEval{"git-old"}, inv, MutatorOptions{})
 	saved := mustMutate(t, old, pod("p", map[string]string{"nvidia.com/gpumem": "3000"})).Pod
 	res := mustMutate(t, NewMutator(revisionEval{"git-new"}, inv, MutatorOptions{}), saved)
-	if !res.Allowed || len(res.Patch) != 0 || !strings.HasSuffix(res.Pod.Annotations[AnnotationDecision], "revision git-old") {
-		t.Errorf("allowed %v, patch %v, decision %q: want the saved pod accepted unchanged", res.Allowed, res.Patch, res.Pod.Annotations[AnnotationDecision])
+	if !res.Allowed || len(res.Patch) != 0 || !strings.HasSuffix(res.Pod.Annotations[record.AnnotationDecision], "revision git-old") {
+		t.Errorf("allowed %v, patch %v, decision %q: want the saved pod accepted unchanged", res.Allowed, res.Patch, res.Pod.Annotations[record.AnnotationDecision])
 	}
 }
 

@@ -13,13 +13,10 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
-
-// Evaluator makes a policy decision for one pod.
-type Evaluator interface {
-	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
-}
 
 // SchedulerSource lists the second schedulers running now
 // (gpuadmit-scheduler), and which pools gpuadmit-scheduler may own.
@@ -44,11 +41,11 @@ func (s StaticInventory) Inventory() *inventory.Inventory { return s.Inv }
 
 // Mutator decides and rewrites GPU pods. It is safe for concurrent use.
 type Mutator struct {
-	eval  Evaluator
+	eval  decide.Evaluator
 	inv   InventorySource
 	opts  MutatorOptions
 	pools atomic.Pointer[preparedPools] // input.pools of the last inventory seen
-	memo  decisionMemo
+	memo  decide.Memo
 }
 
 // preparedPools is an inventory's pools converted for the policy once.
@@ -58,7 +55,7 @@ type preparedPools struct {
 }
 
 // NewMutator returns a Mutator deciding with eval over the pools of inv.
-func NewMutator(eval Evaluator, inv InventorySource, opts MutatorOptions) *Mutator {
+func NewMutator(eval decide.Evaluator, inv InventorySource, opts MutatorOptions) *Mutator {
 	return &Mutator{eval: eval, inv: inv, opts: opts}
 }
 
@@ -80,7 +77,7 @@ type Request struct {
 	Template bool
 	// Workload names that workload, where Template is true: its seal is
 	// bound to it.
-	Workload WorkloadRef
+	Workload record.WorkloadRef
 
 	// recordedPool is set while a pod gpuadmit already admitted is decided
 	// again: the pool its record names.
@@ -107,7 +104,7 @@ type Result struct {
 	// not taken (a fallback); empty when the first preference was.
 	PassedOver []string
 
-	written *written // what apply wrote, for the seal
+	written *record.Written // what apply wrote, for the seal
 }
 
 // Mutate decides for one pod. A denial is a Result with Allowed false; an
@@ -121,7 +118,7 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 		// it as this mirror pod; a rewrite would change nothing that runs.
 		return Result{Allowed: true, Pod: req.Pod.DeepCopy(), Explanation: "A mirror pod of a static pod: its kubelet runs it from its manifest, so gpuadmit leaves it as it is."}, nil
 	}
-	if hasOwnAnnotations(req.Pod) {
+	if record.HasOwnAnnotations(req.Pod) {
 		return m.again(ctx, req)
 	}
 	if msg := foreignClaimUse(req.Pod); msg != "" {
@@ -149,7 +146,7 @@ func (m *Mutator) again(ctx context.Context, req Request) (Result, error) {
 	req.recordedPool = PoolOf(arrived)
 	if arrived.Labels[LabelManaged] != "true" {
 		req.Pod = arrived.DeepCopy()
-		setMeta(&req.Pod.Labels, map[string]string{LabelManaged: "true"})
+		record.SetMeta(&req.Pod.Labels, map[string]string{LabelManaged: "true"})
 	}
 	res, err := m.verify(ctx, req)
 	if err != nil || res.Pod == nil {
@@ -189,7 +186,7 @@ func (m *Mutator) decide(ctx context.Context, req Request) (Result, error) {
 		in.Cluster.Schedulers = orNone(m.opts.Schedulers.Live())
 		in.Cluster.Owners = poolOwners(m.opts.Schedulers, inv)
 	}
-	d, err := m.evaluate(ctx, inv, in)
+	d, err := m.memo.Evaluate(ctx, m.eval, inv, in)
 	if err != nil {
 		return Result{}, err
 	}
@@ -277,7 +274,7 @@ func (m *Mutator) finish(ctx context.Context, req Request, res Result, want inte
 	if msg := m.missingPriorityClass(ctx, d, want); msg != "" {
 		return deny(pod, msg), nil
 	}
-	setMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
+	record.SetMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
 	admitted()
 	return res, setScheduler(&res, d, owner, where)
@@ -289,17 +286,17 @@ func (m *Mutator) seal(req Request, res *Result) error {
 	if !res.Allowed {
 		return nil
 	}
-	var wl *WorkloadRef
+	var wl *record.WorkloadRef
 	if req.Template {
 		wl = &req.Workload
 	}
-	return seal(m.keys(), namespaceOf(req).Name, res.Pod, res.written, m.now(), wl)
+	return record.Seal(m.keys(), namespaceOf(req).Name, res.Pod, res.written, m.now(), wl)
 }
 
-// keys are the record keys in force; none without a KeySource.
-func (m *Mutator) keys() KeySet {
+// keys are the record keys in force; none without a record.KeySource.
+func (m *Mutator) keys() record.KeySet {
 	if m.opts.RecordKeys == nil {
-		return KeySet{}
+		return record.KeySet{}
 	}
 	return m.opts.RecordKeys.RecordKeys()
 }

@@ -15,7 +15,7 @@ import (
 // (pkg/webhook's StripPod) so that the pick of one pool knows which of the
 // cluster's pods only some models can serve (Demand).
 //
-// It is part of gpuadmit's record (IsOwnAnnotation): a pod that arrives with
+// It is part of gpuadmit's record (record.IsOwnAnnotation): a pod that arrives with
 // it forged is decided again and denied where it differs, it is sealed with
 // the record, and the API server keeps it unchanged on update. It steers the
 // pick of one pool only, never the gate: no quota, accounting or record

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // fixedDemand is a workload whose need is given.
@@ -94,8 +95,8 @@ func TestAcceptedModelsAreWritten(t *testing.T) {
 		}
 	}
 	accepted := got.Pod.Annotations[AnnotationAcceptedModels]
-	if accepted == "" || !IsOwnAnnotation(AnnotationAcceptedModels) {
-		t.Fatalf("accepted models %q (own annotation: %v), want a list in gpuadmit's record", accepted, IsOwnAnnotation(AnnotationAcceptedModels))
+	if accepted == "" || !record.IsOwnAnnotation(AnnotationAcceptedModels) {
+		t.Fatalf("accepted models %q (own annotation: %v), want a list in gpuadmit's record", accepted, record.IsOwnAnnotation(AnnotationAcceptedModels))
 	}
 	list := strings.Split(accepted, ",")
 	if p, _ := inv.Pool(PoolOf(got.Pod)); !slices.Contains(list, p.Model) || !slices.IsSorted(list) {

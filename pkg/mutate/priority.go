@@ -8,6 +8,8 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/utils/clock"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // PriorityClassGetter finds a PriorityClass by name. found is false when the
@@ -33,7 +35,7 @@ type MutatorOptions struct {
 	// carrying the default is taken as its author's choice.
 	PriorityClasses PriorityClassGetter
 
-	// RecordKeys seal gpuadmit's record with a MAC (AnnotationMAC) over
+	// RecordKeys seal gpuadmit's record with a MAC (record.AnnotationMAC) over
 	// every value it wrote, when it wrote them and, in a workload's pod
 	// template, that workload. A pod that comes back within SealWindow
 	// (reinvocation after a later webhook), and a pod of the live workload
@@ -42,7 +44,7 @@ type MutatorOptions struct {
 	// any other pod is decided again. Nil, or no current key (the offline
 	// CLI), seals nothing: a pod that comes back is verified by deciding
 	// again, which denies it when the decision changed.
-	RecordKeys KeySource
+	RecordKeys record.KeySource
 	// Schedulers lists the second schedulers running now, for
 	// input.cluster.schedulers; nil lists none (the stock scheduler only).
 	Schedulers SchedulerSource

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -153,7 +154,7 @@ func TestPoolOwnerScheduler(t *testing.T) {
 // by a later webhook) unchanged: the seal covers gpuadmit.io/scheduler,
 // which records what the takeover removed.
 func TestSealedTakeoverComesBackUnchanged(t *testing.T) {
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{RecordKeys: KeySet{Current: key1}})
+	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{RecordKeys: record.KeySet{Current: key1}})
 	p := pod("p", map[string]string{})
 	p.Spec.SchedulerName, p.Annotations = "kai-scheduler", map[string]string{"gpu-fraction": "0.5"}
 	res := mustMutate(t, m, p)

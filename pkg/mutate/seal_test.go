@@ -13,6 +13,8 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -23,7 +25,7 @@ var (
 )
 
 // keyed decides with the default policies on nodes, sealing with keys.
-func keyed(eval Evaluator, keys KeySet, nodes ...corev1.Node) *Mutator {
+func keyed(eval decide.Evaluator, keys record.KeySet, nodes ...corev1.Node) *Mutator {
 	inv := StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}
 	return NewMutator(eval, inv, MutatorOptions{RecordKeys: keys})
 }
@@ -69,7 +71,7 @@ func memPod() *corev1.Pod { return pod("p", map[string]string{"nvidia.com/gpumem
 // without a key it is still re-decided and denied, as before seals.
 // (Past the window it is decided again: TestPodSealHoldsOnlyInTheReinvocationWindow.)
 func TestSealedPodComesBackUnchanged(t *testing.T) {
-	keys := KeySet{Current: key1}
+	keys := record.KeySet{Current: key1}
 	tests := map[string]struct {
 		first, then *Mutator
 		// unsealed decides again without a key, as gpuadmit did before seals.
@@ -77,21 +79,21 @@ func TestSealedPodComesBackUnchanged(t *testing.T) {
 	}{
 		"its pool is gone": {
 			first: keyed(defaultEngine, keys, h100Mixed, t4Shared), then: keyed(defaultEngine, keys, t4Shared),
-			unsealed: keyed(defaultEngine, KeySet{}, t4Shared)},
+			unsealed: keyed(defaultEngine, record.KeySet{}, t4Shared)},
 		"an operator named its pool": {
 			first: keyed(defaultEngine, keys, t4Shared), then: keyed(defaultEngine, keys, t4Named),
-			unsealed: keyed(defaultEngine, KeySet{}, t4Named)},
+			unsealed: keyed(defaultEngine, record.KeySet{}, t4Named)},
 		"the policy revision changed the priority": {
 			first: keyed(defaultEngine, keys, h100Mixed), then: keyed(newPriority, keys, h100Mixed),
-			unsealed: keyed(newPriority, KeySet{}, h100Mixed)},
+			unsealed: keyed(newPriority, record.KeySet{}, h100Mixed)},
 		"rotated: sealed under the previous key": {
-			first: keyed(defaultEngine, keys, h100Mixed, t4Shared), then: keyed(defaultEngine, KeySet{Current: key2, Previous: key1}, t4Shared),
-			unsealed: keyed(defaultEngine, KeySet{}, t4Shared)},
+			first: keyed(defaultEngine, keys, h100Mixed, t4Shared), then: keyed(defaultEngine, record.KeySet{Current: key2, Previous: key1}, t4Shared),
+			unsealed: keyed(defaultEngine, record.KeySet{}, t4Shared)},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			admitted := mustMutate(t, tc.first, memPod()).Pod
-			if admitted.Annotations[AnnotationMAC] == "" || admitted.Annotations[AnnotationWritten] == "" {
+			if admitted.Annotations[record.AnnotationMAC] == "" || admitted.Annotations[record.AnnotationWritten] == "" {
 				t.Fatalf("admitted pod has no seal: %v", admitted.Annotations)
 			}
 			res := mustMutate(t, tc.then, admitted.DeepCopy())
@@ -113,7 +115,7 @@ func TestSealedPodComesBackUnchanged(t *testing.T) {
 // for edits of the pod: a pod that differs from what gpuadmit wrote is
 // denied, even where deciding again is not possible any more.
 func TestSealedRecordIsTiedToThePod(t *testing.T) {
-	keys := KeySet{Current: key1}
+	keys := record.KeySet{Current: key1}
 	admitted := mustMutate(t, keyed(extras, keys, h100Mixed), memPod()).Pod
 	then := keyed(extras, keys, t4Shared) // the pool is gone: no re-decision would pass either
 	tests := map[string]struct {
@@ -172,33 +174,33 @@ func TestSealedRecordIsTiedToThePod(t *testing.T) {
 // the pod is decided again, passes where that agrees (its seal replaced by
 // this replica's), and is denied as forged where not.
 func TestUnverifiedSealsDecideAgain(t *testing.T) {
-	admitted := mustMutate(t, keyed(defaultEngine, KeySet{Current: key1}, h100Mixed, t4Shared), memPod()).Pod
+	admitted := mustMutate(t, keyed(defaultEngine, record.KeySet{Current: key1}, h100Mixed, t4Shared), memPod()).Pod
 	tests := map[string]struct {
 		pod    func() *corev1.Pod
 		then   *Mutator
 		allow  bool
 		reason string
 	}{
-		"an unknown key, same nodes": {pod: admitted.DeepCopy, then: keyed(defaultEngine, KeySet{Current: key3}, h100Mixed, t4Shared), allow: true},
-		"an unknown key, the pool gone": {pod: admitted.DeepCopy, then: keyed(defaultEngine, KeySet{Current: key3}, t4Shared),
+		"an unknown key, same nodes": {pod: admitted.DeepCopy, then: keyed(defaultEngine, record.KeySet{Current: key3}, h100Mixed, t4Shared), allow: true},
+		"an unknown key, the pool gone": {pod: admitted.DeepCopy, then: keyed(defaultEngine, record.KeySet{Current: key3}, t4Shared),
 			reason: "which this replica does not hold"},
 		"another namespace": {pod: func() *corev1.Pod {
 			p := admitted.DeepCopy()
 			p.Namespace = "other"
 			return p
-		}, then: keyed(defaultEngine, KeySet{Current: key1}, t4Shared), reason: "does not match the record"},
+		}, then: keyed(defaultEngine, record.KeySet{Current: key1}, t4Shared), reason: "does not match the record"},
 		"a record edited to match an edit": {pod: func() *corev1.Pod {
 			p := admitted.DeepCopy()
 			p.Spec.NodeSelector["zone"] = "a"
-			p.Annotations[AnnotationWritten] = strings.Replace(p.Annotations[AnnotationWritten], `"sel":{`, `"sel":{"zone":"a",`, 1)
+			p.Annotations[record.AnnotationWritten] = strings.Replace(p.Annotations[record.AnnotationWritten], `"sel":{`, `"sel":{"zone":"a",`, 1)
 			delete(p.Spec.NodeSelector, inventory.LabelProduct)
 			return p
-		}, then: keyed(defaultEngine, KeySet{Current: key1}, h100Mixed, t4Shared), reason: "does not match the record"},
+		}, then: keyed(defaultEngine, record.KeySet{Current: key1}, h100Mixed, t4Shared), reason: "does not match the record"},
 		"no MAC at all": {pod: func() *corev1.Pod {
 			p := admitted.DeepCopy()
-			delete(p.Annotations, AnnotationMAC)
+			delete(p.Annotations, record.AnnotationMAC)
 			return p
-		}, then: keyed(defaultEngine, KeySet{Current: key1}, t4Shared), reason: "gpuadmit.io/mac is missing"},
+		}, then: keyed(defaultEngine, record.KeySet{Current: key1}, t4Shared), reason: "gpuadmit.io/mac is missing"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -233,33 +235,6 @@ func checkResealed(t *testing.T, m *Mutator, res Result) {
 	}
 }
 
-func TestKeySetValidate(t *testing.T) {
-	tests := map[string]struct {
-		keys    KeySet
-		wantErr string
-	}{
-		"none":                 {},
-		"current and previous": {keys: KeySet{Current: key1, Previous: key2}},
-		"a short key":          {keys: KeySet{Current: []byte("secret")}, wantErr: "record key current has 6 bytes"},
-		"previous alone":       {keys: KeySet{Previous: key1}, wantErr: "previous is set without current"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			err := tc.keys.Validate()
-			if got := errString(err); !strings.Contains(got, tc.wantErr) || (tc.wantErr == "") != (err == nil) {
-				t.Errorf("Validate() = %v, want an error containing %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 // TestHandlerReinvocationAfterANodeChange drives the handler with the
 // hami-create review, then with the pod it admitted, as the API server
 // sends it again when a later webhook changed the pod (reinvocation), after
@@ -269,11 +244,11 @@ func TestHandlerReinvocationAfterANodeChange(t *testing.T) {
 	req := requestOf(t, reviewFiles(t)["hami-create"])
 	nodes := exampleNodes(t)
 	for name, tc := range map[string]struct {
-		keys      KeySet
+		keys      record.KeySet
 		wantAllow bool
 	}{
-		"sealed":           {keys: KeySet{Current: key1}, wantAllow: true},
-		"no key, deciding": {keys: KeySet{}},
+		"sealed":           {keys: record.KeySet{Current: key1}, wantAllow: true},
+		"no key, deciding": {keys: record.KeySet{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			first := keyedHandler(t, tc.keys, nodes)
@@ -296,7 +271,7 @@ func TestHandlerReinvocationAfterANodeChange(t *testing.T) {
 	}
 }
 
-func keyedHandler(t *testing.T, keys KeySet, nodes []corev1.Node) *Handler {
+func keyedHandler(t *testing.T, keys record.KeySet, nodes []corev1.Node) *Handler {
 	m := NewMutator(defaultEngine, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{RecordKeys: keys})
 	return NewHandler(m, teamA(t), podScheme(), HandlerOptions{})
 }

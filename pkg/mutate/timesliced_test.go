@@ -13,13 +13,15 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
 // timeSlicedMutator decides over examples/nodes-time-sliced.yaml: an L4
 // pool time-sliced 4 ways (nvidia.com/gpu), an A10 pool time-sliced 2 ways
 // (nvidia.com/gpu.shared) and one whole L4.
-func timeSlicedMutator(t *testing.T, eval Evaluator) *Mutator {
+func timeSlicedMutator(t *testing.T, eval decide.Evaluator) *Mutator {
 	t.Helper()
 	nodes := readNodes(t, "../../examples/nodes-time-sliced.yaml")
 	return NewMutator(eval, StaticInventory{Inv: inventory.Build(nodes, allocator.Default())}, MutatorOptions{})
@@ -68,7 +70,7 @@ func TestTimeSlicedReplicas(t *testing.T) {
 			if !res.Allowed {
 				t.Fatalf("denied: %s", res.Message)
 			}
-			if got := res.Pod.Annotations[AnnotationDecision]; !strings.Contains(got, "pool "+tc.wantPool+";") {
+			if got := res.Pod.Annotations[record.AnnotationDecision]; !strings.Contains(got, "pool "+tc.wantPool+";") {
 				t.Errorf("decision %q, want pool %s", got, tc.wantPool)
 			}
 			if diff := cmp.Diff(tc.wantGPU, gpuResources(res.Pod.Spec.Containers[0])); diff != "" {
@@ -123,7 +125,7 @@ func (n neverOnReplicas) Evaluate(ctx context.Context, in policy.Input) (policy.
 // the pool kind.
 func TestTimeSlicedNeverForMemory(t *testing.T) {
 	res := mustMutate(t, timeSlicedMutator(t, neverOnReplicas{defaultEngine}), pod("p", map[string]string{"gpuadmit.io/gpu-memory": "8Gi"}))
-	if got := res.Pod.Annotations[AnnotationDecision]; !res.Allowed || !strings.Contains(got, "pool l4-whole;") {
+	if got := res.Pod.Annotations[record.AnnotationDecision]; !res.Allowed || !strings.Contains(got, "pool l4-whole;") {
 		t.Errorf("allowed %v, decision %q; want the whole L4", res.Allowed, got)
 	}
 }
@@ -150,7 +152,7 @@ func TestTimeSlicedHintUnderNever(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res := mustMutate(t, m, tc.pod)
 			if res.Allowed {
-				t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[AnnotationDecision])
+				t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[record.AnnotationDecision])
 			}
 			wants := append([]string{`container "a" asks for GPU sized in memory or as a fraction (gpuadmit.io/gpu-memory=8Gi)`,
 				"memoryOnTimeSlicedGPUs: never", "nvidia.com/gpu.shared: N or nvidia.com/gpu: N"}, tc.wants...)
@@ -173,7 +175,7 @@ func TestTimeSlicedSharedResource(t *testing.T) {
 	inv := StaticInventory{Inv: inventory.Build(readNodes(t, "../../examples/nodes-time-sliced.yaml"), allocator.Default())}
 	ns := &corev1.Namespace{}
 	readYAML(t, "../../examples/namespace.yaml", ns)
-	for name, keys := range map[string]KeySet{"decided again": {}, "sealed": {Current: key1}} {
+	for name, keys := range map[string]record.KeySet{"decided again": {}, "sealed": {Current: key1}} {
 		t.Run(name, func(t *testing.T) {
 			m := NewMutator(defaultEngine, inv, MutatorOptions{RecordKeys: keys})
 			in := &corev1.Pod{}
@@ -188,7 +190,7 @@ func TestTimeSlicedSharedResource(t *testing.T) {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}
 			got := map[string]string{"nodeSelector": formatMap(out.Spec.NodeSelector), "priorityClassName": out.Spec.PriorityClassName,
-				"managed": out.Labels[LabelManaged], "decision": out.Annotations[AnnotationDecision]}
+				"managed": out.Labels[LabelManaged], "decision": out.Annotations[record.AnnotationDecision]}
 			wantMeta := map[string]string{"nodeSelector": "nvidia.com/gpu.product=NVIDIA-A10", "priorityClassName": "gpuadmit-inference", "managed": "true",
 				"decision": "serve: 1 time-sliced replica -> nvidia.com/gpu.shared=1 (11514 MiB) [default/whole-to-time-sliced]; pool a10-time-sliced; revision " + res.Revision}
 			if diff := cmp.Diff(wantMeta, got); diff != "" {
@@ -232,7 +234,7 @@ func TestTimeSlicedSharedWithoutPool(t *testing.T) {
 	m := NewMutator(defaultEngine, StaticInventory{Inv: inv}, MutatorOptions{})
 	res := mustMutate(t, m, pod("p", map[string]string{"nvidia.com/gpu.shared": "2"}))
 	if res.Allowed {
-		t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[AnnotationDecision])
+		t.Fatalf("allowed with decision %q, want denied", res.Pod.Annotations[record.AnnotationDecision])
 	}
 	if want := `container "a" asks for 2 time-sliced replicas (nvidia.com/gpu.shared=2)`; !strings.Contains(res.Message, want) {
 		t.Errorf("message %q does not say %q", res.Message, want)

@@ -2,9 +2,7 @@ package mutate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
@@ -26,7 +26,7 @@ func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
 	if len(keys.Current) == 0 {
 		return m.verifyByDeciding(ctx, req, nil)
 	}
-	s, err := unseal(keys, namespaceOf(req).Name, req.Pod)
+	s, err := record.Unseal(keys, namespaceOf(req).Name, req.Pod)
 	if err != nil {
 		logf.FromContext(ctx).V(2).Info("record not sealed for this replica; deciding again", "pod", podRef(req.Pod), "reason", err.Error())
 		return m.verifyByDeciding(ctx, req, err)
@@ -39,7 +39,7 @@ func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
 		logf.FromContext(ctx).V(2).Info("sealed record not taken as it stands; deciding again", "pod", podRef(req.Pod), "reason", why)
 		return m.verifyExpired(ctx, req, s, why)
 	}
-	return verifySealed(req.Pod, s.w), nil
+	return verifySealed(req.Pod, s.Written), nil
 }
 
 // verifySealed admits a pod whose MAC verifies and is still good for it,
@@ -47,8 +47,8 @@ func (m *Mutator) verify(ctx context.Context, req Request) (Result, error) {
 // it has no GPU beyond them — whatever the nodes or the policy are now:
 // gpuadmit decided for this pod (or for the workload that owns it) and a
 // later webhook (reinvocation) must not undo that.
-func verifySealed(pod *corev1.Pod, w *written) Result {
-	if miss := w.missing(pod); len(miss) > 0 {
+func verifySealed(pod *corev1.Pod, w *record.Written) Result {
+	if miss := w.Missing(pod); len(miss) > 0 {
 		return deny(pod, forged("the record is sealed, but the pod is no longer as gpuadmit wrote it at "+strings.Join(miss, ", ")))
 	}
 	return Result{Allowed: true, Pod: pod, Revision: w.Revision,
@@ -66,7 +66,7 @@ func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed er
 			return withSealReason("the pod carries gpuadmit's record, but its recorded request is denied now: "+now.Message, unsealed)
 		},
 		differs: func(_ Result, patch []jsonpatch.Operation) string {
-			return forged(withSealReason("the pod differs from what gpuadmit writes for it at "+paths(patch), unsealed))
+			return forged(withSealReason("the pod differs from what gpuadmit writes for it at "+write.Paths(patch), unsealed))
 		},
 	})
 }
@@ -76,21 +76,21 @@ func (m *Mutator) verifyByDeciding(ctx context.Context, req Request, unsealed er
 // pod applied again, a record copied onto another pod. The record is
 // genuine, so a different decision is not a forgery but a change of policy
 // or of the cluster's pools, and the denial says what changed and why.
-func (m *Mutator) verifyExpired(ctx context.Context, req Request, s *sealed, why string) (Result, error) {
-	was := fmt.Sprintf("gpuadmit decided this pod under policy revision %s", s.w.Revision)
-	if s.w.SealedAt != 0 {
-		was += " at " + s.at().Format(time.RFC3339)
+func (m *Mutator) verifyExpired(ctx context.Context, req Request, s *record.Sealed, why string) (Result, error) {
+	was := fmt.Sprintf("gpuadmit decided this pod under policy revision %s", s.Written.Revision)
+	if s.Written.SealedAt != 0 {
+		was += " at " + s.At().Format(time.RFC3339)
 	}
 	was += "; its seal is not taken as it stands because " + why + ", so gpuadmit decided it again"
 	return m.redecide(ctx, req, denials{
 		unreadable: func(err error) string { return forged(err.Error()) },
 		denied: func(now Result) string {
-			return was + ", and " + revisionNow(now.Revision, s.w.Revision) + " denies its recorded request: " + now.Message
+			return was + ", and " + revisionNow(now.Revision, s.Written.Revision) + " denies its recorded request: " + now.Message
 		},
 		differs: func(now Result, patch []jsonpatch.Operation) string {
 			return fmt.Sprintf("%s, and %s gives it something else: %s. Remove the gpuadmit.io/ annotations gpuadmit wrote (other than %s, %s and %s) "+
 				"and the values they record, and submit the pod as its author wrote it, to get what the policy gives now",
-				was, revisionNow(now.Revision, s.w.Revision), changes(req.Pod, patch),
+				was, revisionNow(now.Revision, s.Written.Revision), changes(req.Pod, patch),
 				"gpuadmit.io/class", "gpuadmit.io/backend", "gpuadmit.io/model")
 		},
 	})
@@ -123,7 +123,7 @@ type denials struct {
 // Otherwise the pod is denied as say words it.
 func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Result, error) {
 	pod := req.Pod
-	rec, err := decodeRecord(pod)
+	rec, err := record.DecodeOriginal(pod)
 	if err != nil {
 		return deny(pod, say.unreadable(err)), nil
 	}
@@ -145,16 +145,49 @@ func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Resul
 	if err := m.seal(req, &out); err != nil {
 		return Result{}, err
 	}
-	patch, err := diff(withSealOf(pod, out.Pod), out.Pod)
+	patch, err := write.Patch(record.WithSealOf(pod, out.Pod), out.Pod)
 	if err != nil {
 		return Result{}, err
 	}
 	if len(patch) > 0 {
 		return deny(pod, say.differs(out, patch)), nil
 	}
-	out.Pod = withSealOf(pod, out.Pod)
+	out.Pod = record.WithSealOf(pod, out.Pod)
 	out.Explanation = "gpuadmit already decided for this pod and would decide the same now; nothing changes. " + out.Explanation
 	return withPatch(pod, out)
+}
+
+// unmutate rebuilds the pod as its author wrote it: the recorded GPU
+// resources restored, gpuadmit's annotations removed. Everything else stays,
+// so deciding again yields the same selectors, tolerations and priority.
+func unmutate(pod *corev1.Pod, r record.Original) (*corev1.Pod, error) {
+	out := pod.DeepCopy()
+	if err := restoreScheduler(out); err != nil {
+		return nil, err
+	}
+	for k := range out.Annotations {
+		if record.IsOwnAnnotation(k) {
+			delete(out.Annotations, k)
+		}
+	}
+	removeClaims(out)
+	found := 0
+	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range list {
+			res, ok := r[list[i].Name]
+			if !ok {
+				continue
+			}
+			found++
+			if err := record.Restore(&list[i], res); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if found != len(r) {
+		return nil, fmt.Errorf("%s names containers the pod does not have", record.AnnotationRequest)
+	}
+	return out, nil
 }
 
 // withSealReason adds why the seal did not verify, where there was one to verify.
@@ -174,13 +207,13 @@ const revisionMark = poolowner.RevisionMark
 
 // keepRecordedRevision puts the arriving pod's revision into the recomputed record.
 func keepRecordedRevision(out, arrived *corev1.Pod) {
-	have := arrived.Annotations[AnnotationDecision]
-	got := out.Annotations[AnnotationDecision]
+	have := arrived.Annotations[record.AnnotationDecision]
+	got := out.Annotations[record.AnnotationDecision]
 	i, j := strings.LastIndex(have, revisionMark), strings.LastIndex(got, revisionMark)
 	if i < 0 || j < 0 || have[:i] != got[:j] {
 		return
 	}
-	out.Annotations[AnnotationDecision] = have
+	out.Annotations[record.AnnotationDecision] = have
 }
 
 // keepUnrecordedModels leaves AnnotationAcceptedModels off the recomputed
@@ -195,94 +228,10 @@ func keepUnrecordedModels(out, arrived *corev1.Pod) {
 
 // withPatch adds the patch from the arriving pod to the result's pod.
 func withPatch(arrived *corev1.Pod, out Result) (Result, error) {
-	patch, err := diff(arrived, out.Pod)
+	patch, err := write.Patch(arrived, out.Pod)
 	if err != nil {
 		return Result{}, err
 	}
 	out.Patch = patch
 	return out, nil
-}
-
-// diff is the RFC 6902 patch that turns a into b: from the fields gpuadmit
-// writes alone (writtenPatch) where nothing else differs, else from the
-// whole pods. Both give the same patch.
-func diff(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
-	if patch, ok, err := writtenPatch(a, b); ok || err != nil {
-		return patch, err
-	}
-	return podPatch(a, b)
-}
-
-// podPatch is the patch that turns a into b, from both pods whole.
-func podPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
-	ja, err := json.Marshal(a)
-	if err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
-	jb, err := json.Marshal(b)
-	if err != nil {
-		return nil, fmt.Errorf("encode mutated pod: %w", err)
-	}
-	return jsonPatch(ja, jb)
-}
-
-// jsonPatch is the patch between two JSON documents, in a stable order.
-func jsonPatch(ja, jb []byte) ([]jsonpatch.Operation, error) {
-	patch, err := jsonpatch.CreatePatch(ja, jb)
-	if err != nil {
-		return nil, fmt.Errorf("create patch: %w", err)
-	}
-	sortPatch(patch)
-	return patch, nil
-}
-
-// sortPatch orders operations by path, numeric segments as numbers, so the
-// same change always gives the same patch (CreatePatch walks maps in random
-// order). gpuadmit only changes map keys and appends to arrays, for which
-// ascending paths are a valid order.
-func sortPatch(patch []jsonpatch.Operation) {
-	sort.SliceStable(patch, func(i, j int) bool { return pathLess(patch[i].Path, patch[j].Path) })
-}
-
-func pathLess(a, b string) bool {
-	for {
-		as, arest, amore := strings.Cut(a, "/")
-		bs, brest, bmore := strings.Cut(b, "/")
-		if as != bs {
-			ai, anum := index(as)
-			bi, bnum := index(bs)
-			if anum && bnum {
-				return ai < bi
-			}
-			return as < bs
-		}
-		if !amore || !bmore {
-			return !amore && bmore // the shorter path first
-		}
-		a, b = arest, brest
-	}
-}
-
-// index reads a path segment that is an array index; it allocates nothing
-// (strconv.Atoi's error for every map key would).
-func index(s string) (int, bool) {
-	if s == "" || len(s) > 9 {
-		return 0, false
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, true
-}
-
-func paths(patch []jsonpatch.Operation) string {
-	ps := make([]string, len(patch))
-	for i, op := range patch {
-		ps[i] = op.Path
-	}
-	return strings.Join(ps, ", ")
 }

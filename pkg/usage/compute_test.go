@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
@@ -54,7 +54,7 @@ func pod(ns, name, node string, mib, gpus int64, cpu string) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			mutate.AnnotationDecision: "main: share; pool " + pool + "; revision r1",
+			record.AnnotationDecision: "main: share; pool " + pool + "; revision r1",
 		}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{c}},
 	}

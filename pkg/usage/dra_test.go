@@ -13,6 +13,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/usage"
 )
 
@@ -114,7 +115,7 @@ func TestClaimDevices(t *testing.T) {
 func TestAllocatedAlternativesPodCountsOnItsNodesPool(t *testing.T) {
 	nodes := []corev1.Node{t4Node("n1", 2, "32")}
 	p := pod("a", "alt", "", 81920, 0, "1")
-	p.Annotations[mutate.AnnotationDecision] = "main: shared0 share 9216 MiB of T4 (pool " + pool + "), whole1 1 GPU of A100-80GB (pool a100-80gb-whole); charged 81920 MiB; alternatives on pools " + pool + ", a100-80gb-whole; revision r1"
+	p.Annotations[record.AnnotationDecision] = "main: shared0 share 9216 MiB of T4 (pool " + pool + "), whole1 1 GPU of A100-80GB (pool a100-80gb-whole); charged 81920 MiB; alternatives on pools " + pool + ", a100-80gb-whole; revision r1"
 	if got := mutate.PoolOf(p); got != "" {
 		t.Fatalf("the record names pool %q; a pod with alternatives names none", got)
 	}

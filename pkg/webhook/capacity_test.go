@@ -22,6 +22,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -105,7 +106,7 @@ func asking(name string) *corev1.Pod {
 func holding(name, nodeName, nominated string, phase corev1.PodPhase) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a",
 		Labels:      map[string]string{mutate.LabelManaged: "true"},
-		Annotations: map[string]string{mutate.AnnotationDecision: "main: 1 GPU with 3000 MiB -> " + slice + "=1 [default/memory-to-mig]; pool " + migPool + "; revision r1"}}}
+		Annotations: map[string]string{record.AnnotationDecision: "main: 1 GPU with 3000 MiB -> " + slice + "=1 [default/memory-to-mig]; pool " + migPool + "; revision r1"}}}
 	one := corev1.ResourceList{slice: resource.MustParse("1"), "gpuadmit.io/gpu-memory-mib": resource.MustParse("9984")}
 	p.Spec.Containers = []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: one, Requests: one}}}
 	p.Spec.NodeName, p.Status.NominatedNodeName, p.Status.Phase = nodeName, nominated, phase
@@ -279,7 +280,7 @@ func TestPoolOfReadsTheRecord(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := &corev1.Pod{}
 			if tc.decision != "" {
-				p.Annotations = map[string]string{mutate.AnnotationDecision: tc.decision}
+				p.Annotations = map[string]string{record.AnnotationDecision: tc.decision}
 			}
 			if got := mutate.PoolOf(p); got != tc.want {
 				t.Errorf("PoolOf = %q, want %q", got, tc.want)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -96,7 +96,7 @@ func policyCheck(engine *policy.Engine, w *policy.Watcher) check {
 // keys. A missing key leaves the replica ready — the Secret is optional —
 // but the detail says so, since a pod that comes back without a seal is
 // decided again and refused if the decision changed meanwhile.
-func recordKeyCheck(keys mutate.KeySource) check {
+func recordKeyCheck(keys record.KeySource) check {
 	return check{name: "recordKey", run: func(*http.Request) (bool, string) {
 		if keys == nil {
 			return true, "NONE: no --record-key-dir, records are not sealed and pods that come back are decided again"
@@ -105,6 +105,6 @@ func recordKeyCheck(keys mutate.KeySource) check {
 		if len(ks.Current) == 0 {
 			return true, fmt.Sprintf("NONE: the Secret %s is absent or has no current key, records are not sealed and pods that come back are decided again", recordKeySecret)
 		}
-		return true, fmt.Sprintf("current %s, previous %s", mutate.KeyID(ks.Current), keyIDOrNone(ks.Previous))
+		return true, fmt.Sprintf("current %s, previous %s", record.KeyID(ks.Current), keyIDOrNone(ks.Previous))
 	}}
 }

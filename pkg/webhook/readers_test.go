@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestJobsReadTheLiveJob: the reader behind template seals returns a Job's
@@ -27,12 +27,12 @@ func TestJobsReadTheLiveJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "team-a", UID: "uid-1"},
-		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{mutate.AnnotationMAC: "v2:k:m"}}}}}
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{record.AnnotationMAC: "v2:k:m"}}}}}
 	r := jobs{api: fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).Build()}
 	ctx := context.Background()
 
 	uid, ann, found, err := r.PodTemplateOf(ctx, "team-a", "Job", "train")
-	if err != nil || !found || uid != "uid-1" || ann[mutate.AnnotationMAC] != "v2:k:m" {
+	if err != nil || !found || uid != "uid-1" || ann[record.AnnotationMAC] != "v2:k:m" {
 		t.Errorf("the live Job: uid %q, annotations %v, found %v, err %v", uid, ann, found, err)
 	}
 	for name, key := range map[string][3]string{

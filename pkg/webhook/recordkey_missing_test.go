@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestAMissingRecordKeyIsReported: a replica that starts without a record
@@ -39,7 +39,7 @@ func TestAMissingRecordKeyIsReported(t *testing.T) {
 		wantLine    string
 	}{
 		{name: "started without the Secret", wantMissing: 1, wantLine: "[+]recordKey: NONE: the Secret gpuadmit-record-key is absent"},
-		{name: "the Secret arrives", files: map[string]string{keyFileCurrent: keyA}, wantMissing: 1, wantLine: "[+]recordKey: current " + mutate.KeyID([]byte(keyA)) + ", previous none"},
+		{name: "the Secret arrives", files: map[string]string{keyFileCurrent: keyA}, wantMissing: 1, wantLine: "[+]recordKey: current " + record.KeyID([]byte(keyA)) + ", previous none"},
 		{name: "the Secret is deleted", files: map[string]string{keyFileCurrent: ""}, wantMissing: 2, wantLine: "[+]recordKey: NONE"},
 		{name: "still deleted: no second report", wantMissing: 2, wantLine: "[+]recordKey: NONE"},
 	}

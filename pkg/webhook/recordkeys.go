@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // Files of the record-key directory, a mounted Secret.
@@ -41,16 +41,16 @@ type recordKeys struct {
 	log       logr.Logger
 	onMissing func() // called each time the keys in force become none, the first load included
 	loaded    bool   // a load succeeded; reloads are sequential (newRecordKeys, then Start)
-	keys      atomic.Pointer[mutate.KeySet]
+	keys      atomic.Pointer[record.KeySet]
 }
 
-var _ mutate.KeySource = (*recordKeys)(nil)
+var _ record.KeySource = (*recordKeys)(nil)
 
 // newRecordKeys loads the keys in dir once; reloads follow from Start.
 // onMissing, if set, is called whenever a load finds no current key.
 func newRecordKeys(dir string, interval time.Duration, log logr.Logger, onMissing func()) (*recordKeys, error) {
 	r := &recordKeys{dir: dir, interval: interval, log: log, onMissing: onMissing}
-	r.keys.Store(&mutate.KeySet{})
+	r.keys.Store(&record.KeySet{})
 	if err := r.reload(); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func newRecordKeys(dir string, interval time.Duration, log logr.Logger, onMissin
 }
 
 // RecordKeys returns the keys loaded last.
-func (r *recordKeys) RecordKeys() mutate.KeySet { return *r.keys.Load() }
+func (r *recordKeys) RecordKeys() record.KeySet { return *r.keys.Load() }
 
 // NeedLeaderElection is false: every replica seals and verifies.
 func (r *recordKeys) NeedLeaderElection() bool { return false }
@@ -98,25 +98,25 @@ func (r *recordKeys) reload() error {
 		}
 		return nil
 	}
-	r.log.Info("record keys loaded", "dir", r.dir, "current", mutate.KeyID(next.Current), "previous", keyIDOrNone(next.Previous))
+	r.log.Info("record keys loaded", "dir", r.dir, "current", record.KeyID(next.Current), "previous", keyIDOrNone(next.Previous))
 	return nil
 }
 
 // readKeys reads current and previous from dir; a missing file is no key.
-func readKeys(dir string) (mutate.KeySet, error) {
-	var ks mutate.KeySet
+func readKeys(dir string) (record.KeySet, error) {
+	var ks record.KeySet
 	for name, dst := range map[string]*[]byte{keyFileCurrent: &ks.Current, keyFilePrevious: &ks.Previous} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return mutate.KeySet{}, fmt.Errorf("read record key %s: %w", name, err)
+			return record.KeySet{}, fmt.Errorf("read record key %s: %w", name, err)
 		}
 		*dst = bytes.TrimSpace(b)
 	}
 	if err := ks.Validate(); err != nil {
-		return mutate.KeySet{}, fmt.Errorf("record keys in %s: %w", dir, err)
+		return record.KeySet{}, fmt.Errorf("record keys in %s: %w", dir, err)
 	}
 	return ks, nil
 }
@@ -125,5 +125,5 @@ func keyIDOrNone(key []byte) string {
 	if len(key) == 0 {
 		return "none"
 	}
-	return mutate.KeyID(key)
+	return record.KeyID(key)
 }

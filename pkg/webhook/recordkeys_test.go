@@ -10,7 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 const (
@@ -44,16 +44,16 @@ func TestRecordKeysReload(t *testing.T) {
 	steps := []struct {
 		name    string
 		files   map[string]string
-		want    mutate.KeySet
+		want    record.KeySet
 		wantErr string
 	}{
-		{name: "no Secret yet", want: mutate.KeySet{}},
-		{name: "created", files: map[string]string{keyFileCurrent: keyA + "\n"}, want: mutate.KeySet{Current: []byte(keyA)}},
-		{name: "the new key accepted first", files: map[string]string{keyFilePrevious: keyB}, want: mutate.KeySet{Current: []byte(keyA), Previous: []byte(keyB)}},
-		{name: "then sealing with it", files: map[string]string{keyFileCurrent: keyB, keyFilePrevious: keyA}, want: mutate.KeySet{Current: []byte(keyB), Previous: []byte(keyA)}},
+		{name: "no Secret yet", want: record.KeySet{}},
+		{name: "created", files: map[string]string{keyFileCurrent: keyA + "\n"}, want: record.KeySet{Current: []byte(keyA)}},
+		{name: "the new key accepted first", files: map[string]string{keyFilePrevious: keyB}, want: record.KeySet{Current: []byte(keyA), Previous: []byte(keyB)}},
+		{name: "then sealing with it", files: map[string]string{keyFileCurrent: keyB, keyFilePrevious: keyA}, want: record.KeySet{Current: []byte(keyB), Previous: []byte(keyA)}},
 		{name: "a short key is refused", files: map[string]string{keyFileCurrent: "short"}, wantErr: "record key current has 5 bytes",
-			want: mutate.KeySet{Current: []byte(keyB), Previous: []byte(keyA)}},
-		{name: "removed", files: map[string]string{keyFileCurrent: "", keyFilePrevious: ""}, want: mutate.KeySet{}},
+			want: record.KeySet{Current: []byte(keyB), Previous: []byte(keyA)}},
+		{name: "removed", files: map[string]string{keyFileCurrent: "", keyFilePrevious: ""}, want: record.KeySet{}},
 	}
 	for _, s := range steps {
 		writeKeys(t, dir, s.files)

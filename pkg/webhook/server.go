@@ -42,6 +42,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/handover"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
@@ -163,7 +164,7 @@ func addReconcilers(mgr manager.Manager, engine *policy.Engine, trigger <-chan e
 // addServing adds what admission reviews read (inventory, record keys, free
 // capacity, gpuadmit-scheduler's Lease) and registers the handlers. It
 // returns the record keys (nil without --record-key-dir) for readiness.
-func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine, scheme *runtime.Scheme, opts Options, log logr.Logger) (mutate.KeySource, error) {
+func addServing(ctx context.Context, mgr manager.Manager, engine *policy.Engine, scheme *runtime.Scheme, opts Options, log logr.Logger) (record.KeySource, error) {
 	live, err := addInventory(ctx, mgr, log)
 	if err != nil {
 		return nil, err
@@ -356,7 +357,7 @@ func addSlices(ctx context.Context, mgr manager.Manager, live *inventory.Live, l
 }
 
 // addRecordKeys loads the record keys and reloads them; nil without a directory.
-func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (mutate.KeySource, error) {
+func addRecordKeys(mgr manager.Manager, opts Options, log logr.Logger) (record.KeySource, error) {
 	if opts.RecordKeyDir == "" {
 		log.Info("no --record-key-dir: records are not sealed, and pods that come back are decided again")
 		return nil, nil
@@ -386,7 +387,7 @@ func addCapacity(ctx context.Context, mgr manager.Manager, log logr.Logger) (*ca
 	return capa, follow(ctx, mgr, &resourceapi.ResourceClaim{}, capa.claims.Handler())
 }
 
-func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys mutate.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {
+func registerHandlers(mgr manager.Manager, engine *policy.Engine, live *inventory.Live, keys record.KeySource, capa *capacity, sched *schedulers, scheme *runtime.Scheme, opts Options) {
 	m := mutate.NewMutator(engine, live, mutate.MutatorOptions{PriorityClasses: priorityClasses{cache: mgr.GetCache(), api: mgr.GetAPIReader()}, RecordKeys: keys, Capacity: capa, Schedulers: sched,
 		SealWindow: opts.SealWindow, Workloads: jobs{mgr.GetAPIReader()}, NoAlternatives: opts.NoDRAAlternatives, Demand: demand(opts.PoolPick, capa)})
 	ho := mutate.HandlerOptions{

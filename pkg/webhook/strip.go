@@ -5,6 +5,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // podAnnotations are the only pod annotations any reader of the cache
@@ -14,7 +15,7 @@ import (
 // (claim.AnnotationAlternatives: the claim-template reconciler makes them
 // from it), and a pod placed on one pool the GPU models it accepts
 // (mutate.AnnotationAcceptedModels: the pick's prices, workload).
-var podAnnotations = []string{mutate.AnnotationDecision, claim.AnnotationAlternatives, mutate.AnnotationAcceptedModels}
+var podAnnotations = []string{record.AnnotationDecision, claim.AnnotationAlternatives, mutate.AnnotationAcceptedModels}
 
 // podLabels are the only pod labels any reader of the cache reads or
 // selects by: gpuadmit's mark (the handover lists by it), the share-claim

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // realisticPod is GPU pod i of a Deployment (or, for some i, a Job, a
@@ -34,8 +35,8 @@ func realisticPod(i int) *corev1.Pod {
 			Labels: map[string]string{"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": "llama3-8b",
 				"pod-template-hash": "7d9c5b6f4", mutate.LabelManaged: "true"},
 			Annotations: map[string]string{
-				mutate.AnnotationDecision:       "vllm: 1 MIG 3g.40gb slice -> nvidia.com/mig-3g.40gb=1 (MIG 3g.40gb, 40448 MiB) [default/profile-to-mig]; pool h100-80gb-mig-mixed; revision sha256-4f1c2a",
-				mutate.AnnotationRequest:        `{"vllm":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"40000"}}`,
+				record.AnnotationDecision:       "vllm: 1 MIG 3g.40gb slice -> nvidia.com/mig-3g.40gb=1 (MIG 3g.40gb, 40448 MiB) [default/profile-to-mig]; pool h100-80gb-mig-mixed; revision sha256-4f1c2a",
+				record.AnnotationRequest:        `{"vllm":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"40000"}}`,
 				mutate.AnnotationAcceptedModels: "A100-80GB,H100-80GB",
 				"prometheus.io/scrape":          "true", "prometheus.io/port": "8000",
 				"kubectl.kubernetes.io/restartedAt": "2026-11-20T10:00:00Z",

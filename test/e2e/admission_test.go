@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestResourceQuotaOnARewrittenResource: the API server's ResourceQuota runs
@@ -94,7 +94,7 @@ func TestDryRunAndReapply(t *testing.T) {
 	if err := env.Client.Create(ctx, p, client.DryRunAll); err != nil {
 		t.Fatalf("step dry run: %v", err)
 	}
-	if _, ok := p.Annotations[mutate.AnnotationDecision]; !ok || p.Spec.Containers[0].Resources.Limits["nvidia.com/mig-1g.10gb"] == (mustQuantity("0")) {
+	if _, ok := p.Annotations[record.AnnotationDecision]; !ok || p.Spec.Containers[0].Resources.Limits["nvidia.com/mig-1g.10gb"] == (mustQuantity("0")) {
 		t.Errorf("dry run returned an unmutated pod: %v %v", p.Annotations, p.Spec.Containers[0].Resources)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); !apierrors.IsNotFound(err) {
@@ -108,8 +108,8 @@ func TestDryRunAndReapply(t *testing.T) {
 	if err := env.Client.Delete(ctx, saved, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	if saved.Annotations[mutate.AnnotationMAC] == "" {
-		t.Errorf("the admitted pod carries no %s: the webhook runs with a record key and seals", mutate.AnnotationMAC)
+	if saved.Annotations[record.AnnotationMAC] == "" {
+		t.Errorf("the admitted pod carries no %s: the webhook runs with a record key and seals", record.AnnotationMAC)
 	}
 	waitGone(t, ctx, saved)
 	again := saved.DeepCopy()
@@ -131,7 +131,7 @@ func TestDryRunAndReapply(t *testing.T) {
 func unsealed(annotations map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range annotations {
-		if k != mutate.AnnotationMAC && k != mutate.AnnotationWritten {
+		if k != record.AnnotationMAC && k != record.AnnotationWritten {
 			out[k] = v
 		}
 	}
@@ -151,7 +151,7 @@ func waitGone(t *testing.T, ctx context.Context, p *corev1.Pod) {
 func TestForgedDecisionIsDenied(t *testing.T) {
 	ctx := context.Background()
 	forged := h100Pod("team-a", "forged")
-	forged.Annotations[mutate.AnnotationDecision] = "main: everything -> nvidia.com/gpu=8"
+	forged.Annotations[record.AnnotationDecision] = "main: everything -> nvidia.com/gpu=8"
 	err := env.Client.Create(ctx, forged)
 	if err == nil || !strings.Contains(err.Error(), "gpuadmit's own record") {
 		t.Errorf("CREATE with a forged decision: err = %v, want gpuadmit's denial", err)

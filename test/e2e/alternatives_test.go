@@ -23,6 +23,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/policies"
 )
 
@@ -122,9 +123,9 @@ func altNodes(t *testing.T, ctx context.Context, ns, suffix string) {
 		if err := env.Client.Create(ctx, q, client.DryRunAll); err != nil {
 			return false, err.Error()
 		}
-		d := q.Annotations[mutate.AnnotationDecision]
+		d := q.Annotations[record.AnnotationDecision]
 		return strings.Contains(d, "[e2e/a100-share]") && strings.Contains(d, "alternatives on pools alt-h100, alt-a100"),
-			"decision " + q.Annotations[mutate.AnnotationDecision]
+			"decision " + q.Annotations[record.AnnotationDecision]
 	})
 }
 
@@ -296,7 +297,7 @@ func TestAlternativesQuotaChargesTheLargest(t *testing.T) {
 	}
 	got := readPodIn(t, ctx, pods[0])
 	if _, ok := got.Annotations[claim.AnnotationAlternatives]; !ok {
-		t.Errorf("pod %s has no alternatives: %s", got.Name, got.Annotations[mutate.AnnotationDecision])
+		t.Errorf("pod %s has no alternatives: %s", got.Name, got.Annotations[record.AnnotationDecision])
 	}
 	for r := range got.Spec.Containers[0].Resources.Requests {
 		if inventory.IsAccountingResource(string(r)) && r != inventory.ResourceMemoryMiB {
@@ -347,7 +348,7 @@ func TestAlternativesUnderGPUAdmitScheduler(t *testing.T) {
 		t.Errorf("spec.schedulerName %q, want %s", p.Spec.SchedulerName, gpuadmitScheduler)
 	}
 	if pools := mutate.PoolsOf(p); strings.Join(pools, ",") != "alt-h100,alt-a100" {
-		t.Errorf("the record names pools %v, want alt-h100 and alt-a100: %s", pools, p.Annotations[mutate.AnnotationDecision])
+		t.Errorf("the record names pools %v, want alt-h100 and alt-a100: %s", pools, p.Annotations[record.AnnotationDecision])
 	}
 	node := scheduledNode(t, ctx, p)
 	_, req := podRequest(t, ctx, p)

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/agent/dra"
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 const (
@@ -45,7 +45,7 @@ func TestGateImplicitDeviceClassName(t *testing.T) {
 	if _, left := lim[implicitGPU]; left || lim.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 1 {
 		t.Errorf("limits %v, want nvidia.com/gpu: 1 in place of %s", lim, implicitGPU)
 	}
-	if got.Annotations[mutate.AnnotationDecision] == "" {
+	if got.Annotations[record.AnnotationDecision] == "" {
 		t.Errorf("no decision record: %v", got.Annotations)
 	}
 

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // kueueNamespace is where Kueue keeps its webhook certificate Secret.
@@ -213,7 +214,7 @@ func TestKueueJobIsAdmittedOnTheGPUItsPodsGet(t *testing.T) {
 	})
 	tmpl := job.Spec.Template
 	limits := tmpl.Spec.Containers[0].Resources.Limits
-	if _, hami := limits["nvidia.com/gpumem"]; hami || tmpl.Annotations[mutate.AnnotationDecision] == "" {
+	if _, hami := limits["nvidia.com/gpumem"]; hami || tmpl.Annotations[record.AnnotationDecision] == "" {
 		t.Fatalf("the Job's template was not decided when it was created: limits %v, annotations %v", limits, tmpl.Annotations)
 	}
 	if got := tmpl.Spec.NodeSelector["nvidia.com/gpu.product"]; got != "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb" {
@@ -257,8 +258,8 @@ func TestKueueJobIsAdmittedOnTheGPUItsPodsGet(t *testing.T) {
 	if len(c.Resources.Limits) != len(tmpl.Spec.Containers[0].Resources.Limits) {
 		t.Errorf("the pod's limits %v differ from its decided template's %v", c.Resources.Limits, tmpl.Spec.Containers[0].Resources.Limits)
 	}
-	if pod.Annotations[mutate.AnnotationDecision] != tmpl.Annotations[mutate.AnnotationDecision] {
-		t.Errorf("gpuadmit decided the pod again:\n pod:      %s\n template: %s", pod.Annotations[mutate.AnnotationDecision], tmpl.Annotations[mutate.AnnotationDecision])
+	if pod.Annotations[record.AnnotationDecision] != tmpl.Annotations[record.AnnotationDecision] {
+		t.Errorf("gpuadmit decided the pod again:\n pod:      %s\n template: %s", pod.Annotations[record.AnnotationDecision], tmpl.Annotations[record.AnnotationDecision])
 	}
 	if pod.Labels[mutate.LabelKueuePodSet] == "" {
 		t.Errorf("the pod has no Kueue podset label: Kueue did not start it (labels %v)", pod.Labels)

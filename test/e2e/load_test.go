@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestConcurrentCreates: 200 GPU pods from 20 clients at once are all
@@ -47,7 +47,7 @@ func TestConcurrentCreates(t *testing.T) {
 				p := gpuPod("load", fmt.Sprintf("p-%02d-%02d", c, i), map[string]string{"gpuadmit.io/gpu-memory": fmt.Sprintf("%dGi", 1+(c+i)%12)})
 				if err := cl.Create(ctx, p); err != nil {
 					errs <- fmt.Errorf("%s: %w", p.Name, err)
-				} else if p.Annotations[mutate.AnnotationDecision] == "" {
+				} else if p.Annotations[record.AnnotationDecision] == "" {
 					errs <- fmt.Errorf("%s admitted without a decision", p.Name)
 				}
 			}

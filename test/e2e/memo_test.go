@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestControllerPodsShareOneDecision: the pods that the real job,
@@ -141,10 +141,10 @@ func controllerPodsOnce(t *testing.T, attempt int) []memoCount {
 		for _, p := range pods.Items {
 			hostnames[p.Spec.Hostname] = true
 			affinities[p.Spec.Affinity.String()] = true
-			if p.Annotations[mutate.AnnotationDecision] == "" {
+			if p.Annotations[record.AnnotationDecision] == "" {
 				t.Errorf("%s: pod %s was not rewritten: annotations %v", w.app, p.Name, p.Annotations)
 			}
-			rewrites[fmt.Sprintf("%s; nodeSelector %v; limits %v", p.Annotations[mutate.AnnotationDecision], p.Spec.NodeSelector, p.Spec.Containers[0].Resources.Limits)] = true
+			rewrites[fmt.Sprintf("%s; nodeSelector %v; limits %v", p.Annotations[record.AnnotationDecision], p.Spec.NodeSelector, p.Spec.Containers[0].Resources.Limits)] = true
 		}
 		// The pods are not alike as objects: each has a hostname of its
 		// own, or (a DaemonSet's) affinity to a node of its own.

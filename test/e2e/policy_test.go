@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/policies"
 )
 
@@ -53,7 +53,7 @@ func revisionOf(t *testing.T, ctx context.Context, name string) string {
 		t.Fatalf("create %s: %v", name, err)
 	}
 	defer deleteAll(ctx, "team-a", p)
-	d := p.Annotations[mutate.AnnotationDecision]
+	d := p.Annotations[record.AnnotationDecision]
 	i := strings.LastIndex(d, "revision ")
 	if i < 0 {
 		t.Fatalf("%s: no revision in decision %q", name, d)

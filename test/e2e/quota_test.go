@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/quota"
 )
 
@@ -154,7 +154,7 @@ func TestQuotasDeclaredInGit(t *testing.T) {
 		if admitted != 37 || len(pods.Items) != 37 {
 			given := map[string]int{}
 			for _, p := range pods.Items {
-				given[p.Annotations[mutate.AnnotationDecision]]++
+				given[p.Annotations[record.AnnotationDecision]]++
 			}
 			q := &corev1.ResourceQuota{}
 			_ = env.Client.Get(ctx, client.ObjectKey{Namespace: "quota-race", Name: quota.Name}, q)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
@@ -60,7 +61,7 @@ func runExamples(t *testing.T, ctx context.Context, names []string, want map[str
 			}()
 			got := scheduledNode(t, ctx, p)
 			if !strings.HasPrefix(got, node) {
-				t.Errorf("scheduled on %s, want %s*; decision %q", got, node, p.Annotations[mutate.AnnotationDecision])
+				t.Errorf("scheduled on %s, want %s*; decision %q", got, node, p.Annotations[record.AnnotationDecision])
 			}
 			checkPriority(t, ctx, p)
 		})
@@ -138,7 +139,7 @@ func TestPodsBoundToANodeGetThatNodesPool(t *testing.T) {
 		}
 		defer deleteAll(ctx, "team-a", p)
 		if got := p.Spec.Containers[0].Resources.Limits["gpuadmit.io/gpu-mem"]; got.IsZero() {
-			t.Errorf("%s got %v, want a share of the T4 node's pool; decision %q", p.Name, p.Spec.Containers[0].Resources.Limits, p.Annotations[mutate.AnnotationDecision])
+			t.Errorf("%s got %v, want a share of the T4 node's pool; decision %q", p.Name, p.Spec.Containers[0].Resources.Limits, p.Annotations[record.AnnotationDecision])
 		}
 		if n := scheduledNode(t, ctx, p); n != "t4-shared-0" {
 			t.Errorf("%s runs on %q, want t4-shared-0", p.Name, n)
@@ -167,12 +168,12 @@ func TestFallbackWhenTheFirstPoolIsFull(t *testing.T) {
 	}
 	for _, p := range pods[:2] {
 		if n := scheduledNode(t, ctx, p); n != "h100-mig-0" {
-			t.Errorf("%s runs on %q, want h100-mig-0; decision %q", p.Name, n, p.Annotations[mutate.AnnotationDecision])
+			t.Errorf("%s runs on %q, want h100-mig-0; decision %q", p.Name, n, p.Annotations[record.AnnotationDecision])
 		}
 	}
 	last := pods[2]
 	if got := mutate.PoolOf(last); got != "h200-141gb-mig-mixed" {
-		t.Errorf("the third pod went to pool %q, want h200-141gb-mig-mixed; decision %q", got, last.Annotations[mutate.AnnotationDecision])
+		t.Errorf("the third pod went to pool %q, want h200-141gb-mig-mixed; decision %q", got, last.Annotations[record.AnnotationDecision])
 	}
 	if n := scheduledNode(t, ctx, last); n != "h200-mig-0" {
 		t.Errorf("the third pod runs on %q, want h200-mig-0", n)

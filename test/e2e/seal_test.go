@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // withdrawn is the message of the policy change these tests make: the
@@ -56,8 +57,8 @@ func sealedAt(t *testing.T, annotations map[string]string) time.Time {
 	var w struct {
 		At int64 `json:"at"`
 	}
-	if err := json.Unmarshal([]byte(annotations[mutate.AnnotationWritten]), &w); err != nil || w.At == 0 {
-		t.Fatalf("no sealing time in %s %q: %v", mutate.AnnotationWritten, annotations[mutate.AnnotationWritten], err)
+	if err := json.Unmarshal([]byte(annotations[record.AnnotationWritten]), &w); err != nil || w.At == 0 {
+		t.Fatalf("no sealing time in %s %q: %v", record.AnnotationWritten, annotations[record.AnnotationWritten], err)
 	}
 	return time.Unix(w.At, 0)
 }
@@ -84,7 +85,7 @@ func TestGateSavedPodIsDecidedAgainAfterPolicyChange(t *testing.T) {
 	if err := env.Client.Create(ctx, admitted); err != nil {
 		t.Fatalf("step create: %v", err)
 	}
-	if !strings.HasPrefix(admitted.Annotations[mutate.AnnotationMAC], "v2:") {
+	if !strings.HasPrefix(admitted.Annotations[record.AnnotationMAC], "v2:") {
 		t.Fatalf("the admitted pod carries no v2 seal: %v", admitted.Annotations)
 	}
 	saved := asSaved(admitted)
@@ -113,11 +114,11 @@ func TestGateSavedPodIsDecidedAgainAfterPolicyChange(t *testing.T) {
 		t.Fatalf("the saved pod under the policy that admitted it: %v", err)
 	}
 	defer deleteAll(ctx, ns, again)
-	if again.Annotations[mutate.AnnotationDecision] != saved.Annotations[mutate.AnnotationDecision] ||
+	if again.Annotations[record.AnnotationDecision] != saved.Annotations[record.AnnotationDecision] ||
 		!apiEqual(again.Spec.Containers[0].Resources, saved.Spec.Containers[0].Resources) {
-		t.Errorf("decided again differently under the same policy:\n%s\n%s", again.Annotations[mutate.AnnotationDecision], saved.Annotations[mutate.AnnotationDecision])
+		t.Errorf("decided again differently under the same policy:\n%s\n%s", again.Annotations[record.AnnotationDecision], saved.Annotations[record.AnnotationDecision])
 	}
-	if again.Annotations[mutate.AnnotationMAC] == saved.Annotations[mutate.AnnotationMAC] || !sealedAt(t, again.Annotations).After(sealedAt(t, saved.Annotations)) {
+	if again.Annotations[record.AnnotationMAC] == saved.Annotations[record.AnnotationMAC] || !sealedAt(t, again.Annotations).After(sealedAt(t, saved.Annotations)) {
 		t.Errorf("the pod decided again was not sealed afresh: %v", again.Annotations)
 	}
 }
@@ -185,7 +186,7 @@ spec: {clusterQueue: gate-gpu}
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), job, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
-	if job.Spec.Template.Annotations[mutate.AnnotationMAC] == "" {
+	if job.Spec.Template.Annotations[record.AnnotationMAC] == "" {
 		t.Fatalf("the Job's template was not sealed: %v", job.Spec.Template.Annotations)
 	}
 	workloadOf(t, ctx, job)
@@ -196,11 +197,11 @@ spec: {clusterQueue: gate-gpu}
 		t.Fatal(err)
 	}
 	second := jobPodOf(t, ctx, job, first.UID)
-	if second.Annotations[mutate.AnnotationMAC] != job.Spec.Template.Annotations[mutate.AnnotationMAC] {
+	if second.Annotations[record.AnnotationMAC] != job.Spec.Template.Annotations[record.AnnotationMAC] {
 		t.Errorf("the replacement pod does not carry the template's seal: %v", second.Annotations)
 	}
-	if second.Annotations[mutate.AnnotationDecision] != job.Spec.Template.Annotations[mutate.AnnotationDecision] {
-		t.Errorf("the replacement pod was decided again:\n pod:      %s\n template: %s", second.Annotations[mutate.AnnotationDecision], job.Spec.Template.Annotations[mutate.AnnotationDecision])
+	if second.Annotations[record.AnnotationDecision] != job.Spec.Template.Annotations[record.AnnotationDecision] {
+		t.Errorf("the replacement pod was decided again:\n pod:      %s\n template: %s", second.Annotations[record.AnnotationDecision], job.Spec.Template.Annotations[record.AnnotationDecision])
 	}
 
 	bare := asSaved(second)

@@ -1,4 +1,4 @@
-package mutate
+package record
 
 import (
 	"fmt"
@@ -14,12 +14,12 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
 
-// written is every value gpuadmit wrote into a pod, kept in
+// Written is every value gpuadmit wrote into a pod, kept in
 // AnnotationWritten under the MAC so that a pod coming back where its seal
-// holds (reinvocation, a Kueue Job's own pods: see Mutator.stale) is
+// holds (reinvocation, a Kueue Job's own pods: see the handler's check of a seal) is
 // checked against it without deciding again.
 // Its field names are short: it rides on every GPU pod.
-type written struct {
+type Written struct {
 	// Revision is the policy revision that decided.
 	Revision string `json:"rev"`
 	// Resources are the GPU and accounting resources of each container (by
@@ -33,7 +33,7 @@ type written struct {
 	NodeSelector map[string]string   `json:"sel,omitempty"`
 	Tolerations  []corev1.Toleration `json:"tol,omitempty"`
 	Priority     string              `json:"prio,omitempty"`
-	// NotInNamed is set where every required node-affinity term got notInNamedPool.
+	// NotInNamed is set where every required node-affinity term got NotInNamedPool.
 	NotInNamed bool `json:"notInNamed,omitempty"`
 	// Labels and Annotations are the decision's (gpuadmit's own annotations
 	// are under the MAC themselves).
@@ -41,10 +41,10 @@ type written struct {
 	Annotations map[string]string `json:"ann,omitempty"`
 
 	// SealedAt is when the record was sealed (Unix seconds); zero in a
-	// record sealed before seals expired (macVersion1).
+	// record sealed before seals expired (MACVersion1).
 	SealedAt int64 `json:"at,omitempty"`
 	// Workload is set where the record was sealed into a workload's pod
-	// template: the workload the seal is bound to (see Mutator.verify).
+	// template: the workload the seal is bound to (the handler checks it).
 	Workload *WorkloadRef `json:"wl,omitempty"`
 }
 
@@ -65,8 +65,8 @@ func (r WorkloadRef) String() string {
 	return r.Kind + "/" + r.Name
 }
 
-// names reports whether a workload of kind named name is the one r names.
-func (r WorkloadRef) names(kind, name string) bool {
+// Names reports whether a workload of kind named name is the one r names.
+func (r WorkloadRef) Names(kind, name string) bool {
 	if kind != r.Kind || name == "" {
 		return false
 	}
@@ -76,8 +76,8 @@ func (r WorkloadRef) names(kind, name string) bool {
 	return r.GenerateName != "" && strings.HasPrefix(name, r.GenerateName)
 }
 
-// setResources records the resources a container was given.
-func (w *written) setResources(container string, list corev1.ResourceList) {
+// SetResources records the resources a container was given.
+func (w *Written) SetResources(container string, list corev1.ResourceList) {
 	if w.Resources == nil {
 		w.Resources = map[string]map[string]string{}
 	}
@@ -88,14 +88,14 @@ func (w *written) setResources(container string, list corev1.ResourceList) {
 	w.Resources[container] = m
 }
 
-// addClaims records gpuadmit's claims in pod (addClaims has run) and the label that marks them.
-func (w *written) addClaims(pod *corev1.Pod) {
+// AddClaims records gpuadmit's claims in pod (once they are written into it) and the label that marks them.
+func (w *Written) AddClaims(pod *corev1.Pod) {
 	for _, c := range pod.Spec.ResourceClaims {
-		if isOwnClaim(c) {
-			setMeta(&w.Claims, map[string]string{c.Name: *c.ResourceClaimTemplateName})
+		if IsOwnClaim(c) {
+			SetMeta(&w.Claims, map[string]string{c.Name: *c.ResourceClaimTemplateName})
 		}
 	}
-	for _, c := range allContainers(pod) {
+	for _, c := range AllContainers(pod) {
 		for _, ref := range c.Resources.Claims {
 			if _, ok := w.Claims[ref.Name]; ok {
 				if w.ClaimRefs == nil {
@@ -106,14 +106,14 @@ func (w *written) addClaims(pod *corev1.Pod) {
 		}
 	}
 	if len(w.Claims) > 0 {
-		setMeta(&w.Labels, map[string]string{claim.LabelShare: "true"})
+		SetMeta(&w.Labels, map[string]string{claim.LabelShare: "true"})
 	}
 }
 
-// missing lists, as field paths, each written value the pod no longer has
+// Missing lists, as field paths, each written value the pod no longer has
 // as written, and every GPU resource or gpuadmit claim it has beyond them:
 // a valid MAC vouches for the record, and this ties the record to the pod.
-func (w *written) missing(pod *corev1.Pod) []string {
+func (w *Written) Missing(pod *corev1.Pod) []string {
 	var out []string
 	out = append(out, w.missingResources(pod)...)
 	out = append(out, w.missingClaims(pod)...)
@@ -121,14 +121,14 @@ func (w *written) missing(pod *corev1.Pod) []string {
 	out = append(out, missingEntries("metadata.labels", pod.Labels, w.Labels)...)
 	out = append(out, missingEntries("metadata.annotations", pod.Annotations, w.Annotations)...)
 	for _, t := range w.Tolerations {
-		if !hasToleration(pod.Spec.Tolerations, t) {
+		if !HasToleration(pod.Spec.Tolerations, t) {
 			out = append(out, fmt.Sprintf("spec.tolerations[key=%s]", t.Key))
 		}
 	}
 	if w.Priority != "" && pod.Spec.PriorityClassName != w.Priority {
 		out = append(out, "spec.priorityClassName")
 	}
-	if w.NotInNamed && !excludesNamedPools(pod) {
+	if w.NotInNamed && !ExcludesNamedPools(pod) {
 		out = append(out, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution")
 	}
 	return out
@@ -137,10 +137,10 @@ func (w *written) missing(pod *corev1.Pod) []string {
 // missingResources compares every container's GPU and accounting
 // resources, limits and requests, with those written; a container gpuadmit
 // gave none must have none.
-func (w *written) missingResources(pod *corev1.Pod) []string {
+func (w *Written) missingResources(pod *corev1.Pod) []string {
 	var out []string
 	seen := 0
-	for _, c := range allContainers(pod) {
+	for _, c := range AllContainers(pod) {
 		want, ok := w.Resources[c.Name]
 		if ok {
 			seen++
@@ -179,11 +179,11 @@ func differentGPU(list corev1.ResourceList, want map[string]string) (string, boo
 }
 
 // missingClaims checks gpuadmit's pod claims and the containers' references.
-func (w *written) missingClaims(pod *corev1.Pod) []string {
+func (w *Written) missingClaims(pod *corev1.Pod) []string {
 	var out []string
 	have := map[string]string{}
 	for i, c := range pod.Spec.ResourceClaims {
-		if !isOwnClaim(c) {
+		if !IsOwnClaim(c) {
 			continue
 		}
 		have[c.Name] = *c.ResourceClaimTemplateName
@@ -196,7 +196,7 @@ func (w *written) missingClaims(pod *corev1.Pod) []string {
 			out = append(out, fmt.Sprintf("spec.resourceClaims[name=%s]", name))
 		}
 	}
-	for _, c := range allContainers(pod) {
+	for _, c := range AllContainers(pod) {
 		for _, ref := range w.ClaimRefs[c.Name] {
 			if !slices.ContainsFunc(c.Resources.Claims, func(r corev1.ResourceClaim) bool { return r.Name == ref }) {
 				out = append(out, fmt.Sprintf("%s.resources.claims[name=%s]", containerPath(pod, c.Name), ref))
@@ -218,24 +218,24 @@ func missingEntries(path string, have, want map[string]string) []string {
 	return out
 }
 
-// excludesNamedPools reports whether every required node-affinity term
-// carries notInNamedPool, as excludeNamedPools leaves them.
-func excludesNamedPools(pod *corev1.Pod) bool {
+// ExcludesNamedPools reports whether every required node-affinity term
+// carries NotInNamedPool, as gpuadmit writes them.
+func ExcludesNamedPools(pod *corev1.Pod) bool {
 	a := pod.Spec.Affinity
 	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return false
 	}
 	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	for _, t := range terms {
-		if !hasRequirement(t.MatchExpressions, notInNamedPool) {
+		if !HasRequirement(t.MatchExpressions, NotInNamedPool) {
 			return false
 		}
 	}
 	return len(terms) > 0
 }
 
-// allContainers are the pod's init and app containers (copies).
-func allContainers(pod *corev1.Pod) []corev1.Container {
+// AllContainers are the pod's init and app containers (copies).
+func AllContainers(pod *corev1.Pod) []corev1.Container {
 	return append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
 }
 

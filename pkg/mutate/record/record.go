@@ -1,4 +1,4 @@
-package mutate
+package record
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func IsOwnAnnotation(key string) bool {
 	return strings.HasPrefix(key, ownPrefix) && !userAnnotations[key]
 }
 
-func hasOwnAnnotations(pod *corev1.Pod) bool {
+func HasOwnAnnotations(pod *corev1.Pod) bool {
 	for k := range pod.Annotations {
 		if IsOwnAnnotation(k) {
 			return true
@@ -45,17 +45,19 @@ func hasOwnAnnotations(pod *corev1.Pod) bool {
 	return false
 }
 
-// record maps container name to its original GPU resources.
-type record map[string]resources
+// Original is the record of a pod's original GPU resources, by container
+// name, kept in AnnotationRequest.
+type Original map[string]Resources
 
-type resources struct {
+// Resources are one container's GPU limits and requests as its author wrote them.
+type Resources struct {
 	Limits   map[string]string `json:"limits,omitempty"`
 	Requests map[string]string `json:"requests,omitempty"`
 }
 
-// originalGPU copies the container's GPU keys before they are rewritten.
-func originalGPU(c *corev1.Container) resources {
-	return resources{Limits: gpuKeys(c.Resources.Limits), Requests: gpuKeys(c.Resources.Requests)}
+// OriginalGPU copies the container's GPU keys before they are rewritten.
+func OriginalGPU(c *corev1.Container) Resources {
+	return Resources{Limits: gpuKeys(c.Resources.Limits), Requests: gpuKeys(c.Resources.Requests)}
 }
 
 func gpuKeys(list corev1.ResourceList) map[string]string {
@@ -71,7 +73,8 @@ func gpuKeys(list corev1.ResourceList) map[string]string {
 	return out
 }
 
-func (r record) encode() (string, error) {
+// Encode is the AnnotationRequest value of r.
+func (r Original) Encode() (string, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("encode %s: %w", AnnotationRequest, err)
@@ -79,52 +82,22 @@ func (r record) encode() (string, error) {
 	return string(b), nil
 }
 
-func decodeRecord(pod *corev1.Pod) (record, error) {
+// DecodeOriginal reads the pod's AnnotationRequest.
+func DecodeOriginal(pod *corev1.Pod) (Original, error) {
 	raw, ok := pod.Annotations[AnnotationRequest]
 	if !ok {
 		return nil, fmt.Errorf("%s is missing", AnnotationRequest)
 	}
-	var r record
+	var r Original
 	if err := json.Unmarshal([]byte(raw), &r); err != nil {
 		return nil, fmt.Errorf("%s is not gpuadmit's record: %w", AnnotationRequest, err)
 	}
 	return r, nil
 }
 
-// unmutate rebuilds the pod as its author wrote it: the recorded GPU
-// resources restored, gpuadmit's annotations removed. Everything else stays,
-// so deciding again yields the same selectors, tolerations and priority.
-func unmutate(pod *corev1.Pod, r record) (*corev1.Pod, error) {
-	out := pod.DeepCopy()
-	if err := restoreScheduler(out); err != nil {
-		return nil, err
-	}
-	for k := range out.Annotations {
-		if IsOwnAnnotation(k) {
-			delete(out.Annotations, k)
-		}
-	}
-	removeClaims(out)
-	found := 0
-	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
-		for i := range list {
-			res, ok := r[list[i].Name]
-			if !ok {
-				continue
-			}
-			found++
-			if err := restore(&list[i], res); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if found != len(r) {
-		return nil, fmt.Errorf("%s names containers the pod does not have", AnnotationRequest)
-	}
-	return out, nil
-}
-
-func restore(c *corev1.Container, res resources) error {
+// Restore puts the recorded GPU resources res back into the container, in
+// place of the GPU resources it has.
+func Restore(c *corev1.Container, res Resources) error {
 	for _, l := range []struct {
 		list *corev1.ResourceList
 		keys map[string]string

@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"math/rand/v2"

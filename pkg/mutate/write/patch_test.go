@@ -1,8 +1,10 @@
-package mutate
+package write
 
 import (
-	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,33 +13,87 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
 )
+
+// examples are the README example pods gpuadmit admits with a patch: each
+// as it arrives (examples/pods) and as gpuadmit admits it (the handler's
+// golden files, testdata/golden).
+func examples(t testing.TB) map[string][2]*corev1.Pod {
+	t.Helper()
+	files, _ := filepath.Glob("../../../examples/pods/*.yaml")
+	if len(files) < 8 {
+		t.Fatalf("found %d example pods, want every dialect", len(files))
+	}
+	out := map[string][2]*corev1.Pod{}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		in := &corev1.Pod{}
+		readFile(t, f, in)
+		var golden struct {
+			Allowed bool              `json:"allowed"`
+			Patch   []json.RawMessage `json:"patch"`
+			Pod     *corev1.Pod       `json:"pod"`
+		}
+		b, err := os.ReadFile(filepath.Join("../testdata/golden", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &golden); err != nil {
+			t.Fatalf("golden %s: %v", name, err)
+		}
+		if golden.Allowed && len(golden.Patch) > 0 {
+			out[name] = [2]*corev1.Pod{in, golden.Pod}
+		}
+	}
+	return out
+}
+
+// readFile reads a YAML file into into, strictly.
+func readFile(t testing.TB, path string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict(b, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // TestWrittenPatchIsThePodPatch: for every README example gpuadmit admits,
 // the patch from the fields gpuadmit writes is taken (nothing else
 // differs) and is the patch from the two pods whole, operation for
 // operation.
 func TestWrittenPatchIsThePodPatch(t *testing.T) {
-	admitted := 0
-	eachExample(t, func(t *testing.T, _ *Mutator, _ *corev1.Namespace, _ string, in *corev1.Pod, res Result) {
-		if !res.Allowed || len(res.Patch) == 0 {
-			return
-		}
-		admitted++
-		got, ok, err := writtenPatch(in, res.Pod)
-		if err != nil || !ok {
-			t.Fatalf("writtenPatch: ok %v, err %v; want the written fields' patch", ok, err)
-		}
-		want, err := podPatch(in, res.Pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("patch (-whole pods +written fields):\n%s", diff)
-		}
-	})
-	if admitted < 5 {
-		t.Errorf("only %d examples admitted with a patch; the test proves little", admitted)
+	pairs := examples(t)
+	if len(pairs) < 5 {
+		t.Errorf("only %d examples admitted with a patch; the test proves little", len(pairs))
+	}
+	for name, pair := range pairs {
+		t.Run(name, func(t *testing.T) {
+			in, out := pair[0], pair[1]
+			got, ok, err := writtenPatch(in, out)
+			if err != nil || !ok {
+				t.Fatalf("writtenPatch: ok %v, err %v; want the written fields' patch", ok, err)
+			}
+			want, err := podPatch(in, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("patch (-whole pods +written fields):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -53,12 +109,12 @@ func TestDiffComparesWholePodsWhenMoreDiffers(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := a.DeepCopy()
-			b.Labels = map[string]string{LabelManaged: "true"}
+			b.Labels = map[string]string{"gpuadmit.io/managed": "true"}
 			change(b)
 			if _, ok, _ := writtenPatch(a, b); ok {
 				t.Fatal("writtenPatch took a change outside the written fields")
 			}
-			got, err := diff(a, b)
+			got, err := Patch(a, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,14 +131,15 @@ func TestDiffComparesWholePodsWhenMoreDiffers(t *testing.T) {
 
 // BenchmarkDiff is the patch of a decided pod of a Deployment-like spec
 // (probes, 20 environment variables, volumes, a sidecar): from the
-// written fields (diff) and from the pods whole (podPatch).
+// written fields (Patch) and from the pods whole (podPatch).
 func BenchmarkDiff(b *testing.B) {
-	in, res := deploymentLikePod(b)
-	for name, f := range map[string]func(a, b *corev1.Pod) ([]jsonpatch.Operation, error){"written": diff, "whole": podPatch} {
+	pair := examples(b)["hami-memory"]
+	in, out := deploymentLike(pair[0]), deploymentLike(pair[1])
+	for name, f := range map[string]func(a, b *corev1.Pod) ([]jsonpatch.Operation, error){"written": Patch, "whole": podPatch} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := f(in, res.Pod); err != nil {
+				if _, err := f(in, out); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -90,12 +147,10 @@ func BenchmarkDiff(b *testing.B) {
 	}
 }
 
-// deploymentLikePod is hami-memory.yaml with what a Deployment's pods
-// carry (probes, 20 environment variables, volumes, a sidecar), and its
-// decision.
-func deploymentLikePod(b testing.TB) (*corev1.Pod, Result) {
-	in := &corev1.Pod{}
-	readYAML(b, "../../examples/pods/hami-memory.yaml", in)
+// deploymentLike is p with what a Deployment's pods carry (probes, 20
+// environment variables, volumes, a sidecar), none of which gpuadmit writes.
+func deploymentLike(p *corev1.Pod) *corev1.Pod {
+	in := p.DeepCopy()
 	for i := range 20 {
 		in.Spec.Containers[0].Env = append(in.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: strings.Repeat("v", 40)})
 	}
@@ -108,13 +163,7 @@ func deploymentLikePod(b testing.TB) (*corev1.Pod, Result) {
 		in.Spec.Containers[0].VolumeMounts = append(in.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v, MountPath: "/etc/" + v})
 	}
 	in.Spec.Containers = append(in.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoyproxy/envoy:v1.30", Args: []string{"-c", "/etc/envoy.yaml"}})
-	ns := &corev1.Namespace{}
-	readYAML(b, "../../examples/namespace.yaml", ns)
-	res, err := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(b)}, MutatorOptions{}).Mutate(context.Background(), Request{Pod: in, Namespace: ns})
-	if err != nil || !res.Allowed {
-		b.Fatalf("allowed %v, err %v: %s", res.Allowed, err, res.Message)
-	}
-	return in, res
+	return in
 }
 
 // The patch memo gives pods that arrive alike, decided alike, the same
@@ -151,23 +200,36 @@ func TestPatchMemoFoldsLabelsLeftAlone(t *testing.T) {
 	old := patches
 	patches = &patchMemo{}
 	defer func() { patches = old }()
-	m := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{})
-	ns := teamA(t)["team-a"]
+	pair := examples(t)["hami-memory"]
 	for i := range 5 {
-		p := templatePod(fmt.Sprintf("p-%d", i), map[string]string{"example.com/index": fmt.Sprint(i), "app": "infer"},
-			map[string]string{"example.com/run": fmt.Sprint(i)})
-		res := decideOnce(t, m, Request{Pod: p, Namespace: ns})
-		want, err := podPatch(p, res.Pod)
+		in, out := pair[0].DeepCopy(), pair[1].DeepCopy()
+		for _, p := range []*corev1.Pod{in, out} {
+			p.Name = fmt.Sprintf("p-%d", i)
+			setEntry(&p.Labels, "example.com/index", fmt.Sprint(i))
+			setEntry(&p.Annotations, "example.com/run", fmt.Sprint(i))
+		}
+		got, err := Patch(in, out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, res.Patch); diff != "" {
+		want, err := podPatch(in, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("pod %d: patch (-whole pods +memo):\n%s", i, diff)
 		}
 	}
 	if patches.n != 1 {
 		t.Errorf("the patch memo holds %d entries for pods that differ only in labels and annotations left alone, want 1", patches.n)
 	}
+}
+
+func setEntry(m *map[string]string, k, v string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	(*m)[k] = v
 }
 
 // TestUnchangedAsOneKeepsThePatch: folding the keys two maps hold alike
@@ -230,7 +292,7 @@ func TestMarshalPatchIsControllerRuntimes(t *testing.T) {
 			if err := want.Complete(admission.Request{}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := marshalPatch(ops)
+			got, err := MarshalPatch(ops)
 			if err != nil {
 				t.Fatal(err)
 			}

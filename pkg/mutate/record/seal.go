@@ -1,4 +1,4 @@
-package mutate
+package record
 
 import (
 	"crypto/hmac"
@@ -15,18 +15,18 @@ import (
 
 // Annotations of the sealed record, written only where record keys are configured.
 const (
-	// AnnotationWritten lists every value gpuadmit wrote into the pod (see written).
+	// AnnotationWritten lists every value gpuadmit wrote into the pod (see Written).
 	AnnotationWritten = "gpuadmit.io/written"
 	// AnnotationMAC seals gpuadmit's record: "v2:<key id>:<MAC, base64url>".
 	AnnotationMAC = "gpuadmit.io/mac"
 
-	// macVersion is the seal gpuadmit writes: its record carries when it
+	// MACVersion is the seal gpuadmit writes: its record carries when it
 	// was sealed and, for a workload's pod template, the workload (see
-	// sealed). macVersion1 is the seal of releases before seals expired,
+	// Sealed). MACVersion1 is the seal of releases before seals expired,
 	// bound to nothing but the namespace; it still verifies, and what it
 	// is worth is in verify.
-	macVersion  = "v2"
-	macVersion1 = "v1"
+	MACVersion  = "v2"
+	MACVersion1 = "v1"
 	// MinKeyBytes is the shortest record key accepted (`openssl rand -hex 32` gives 64).
 	MinKeyBytes = 32
 )
@@ -106,11 +106,11 @@ func sum(key []byte, version, namespace string, pod *corev1.Pod) []byte {
 	return h.Sum(nil)
 }
 
-// seal writes the record of what gpuadmit wrote and its MAC under the
+// Seal writes the record of what gpuadmit wrote and its MAC under the
 // current key; without a current key it writes neither. The record carries
 // the sealing time at, and workload where pod is that workload's pod
 // template (nil for a pod): both are under the MAC.
-func seal(keys KeySet, namespace string, pod *corev1.Pod, w *written, at time.Time, workload *WorkloadRef) error {
+func Seal(keys KeySet, namespace string, pod *corev1.Pod, w *Written, at time.Time, workload *WorkloadRef) error {
 	if len(keys.Current) == 0 || w == nil {
 		return nil
 	}
@@ -119,36 +119,37 @@ func seal(keys KeySet, namespace string, pod *corev1.Pod, w *written, at time.Ti
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", AnnotationWritten, err)
 	}
-	setMeta(&pod.Annotations, map[string]string{AnnotationWritten: string(raw)})
-	mac := base64.RawURLEncoding.EncodeToString(sum(keys.Current, macVersion, namespace, pod))
-	pod.Annotations[AnnotationMAC] = strings.Join([]string{macVersion, KeyID(keys.Current), mac}, ":")
+	SetMeta(&pod.Annotations, map[string]string{AnnotationWritten: string(raw)})
+	mac := base64.RawURLEncoding.EncodeToString(sum(keys.Current, MACVersion, namespace, pod))
+	pod.Annotations[AnnotationMAC] = strings.Join([]string{MACVersion, KeyID(keys.Current), mac}, ":")
 	return nil
 }
 
-// sealed is a record whose MAC verified.
-type sealed struct {
-	w *written
-	// version is the seal's format: macVersion, or macVersion1 (no
+// Sealed is a record whose MAC verified.
+type Sealed struct {
+	// Written is what the record says gpuadmit wrote.
+	Written *Written
+	// Version is the seal's format: MACVersion, or MACVersion1 (no
 	// sealing time, bound to no workload).
-	version string
-	// mac is the AnnotationMAC value, which a workload's pods carry as its
+	Version string
+	// MAC is the AnnotationMAC value, which a workload's pods carry as its
 	// template does.
-	mac string
+	MAC string
 }
 
-// at is when the record was sealed.
-func (s *sealed) at() time.Time { return time.Unix(s.w.SealedAt, 0).UTC() }
+// At is when the record was sealed.
+func (s *Sealed) At() time.Time { return time.Unix(s.Written.SealedAt, 0).UTC() }
 
-// unseal returns the written record of a pod whose MAC verifies under one of
+// Unseal returns the written record of a pod whose MAC verifies under one of
 // keys, or says why it does not (no MAC, an unknown key, a wrong MAC).
-func unseal(keys KeySet, namespace string, pod *corev1.Pod) (*sealed, error) {
+func Unseal(keys KeySet, namespace string, pod *corev1.Pod) (*Sealed, error) {
 	raw, ok := pod.Annotations[AnnotationMAC]
 	if !ok {
 		return nil, fmt.Errorf("%s is missing", AnnotationMAC)
 	}
 	parts := strings.Split(raw, ":")
-	if len(parts) != 3 || (parts[0] != macVersion && parts[0] != macVersion1) {
-		return nil, fmt.Errorf("%s is not a %s or %s MAC", AnnotationMAC, macVersion, macVersion1)
+	if len(parts) != 3 || (parts[0] != MACVersion && parts[0] != MACVersion1) {
+		return nil, fmt.Errorf("%s is not a %s or %s MAC", AnnotationMAC, MACVersion, MACVersion1)
 	}
 	key, ok := keys.lookup(parts[1])
 	if !ok {
@@ -158,24 +159,24 @@ func unseal(keys KeySet, namespace string, pod *corev1.Pod) (*sealed, error) {
 	if err != nil || !hmac.Equal(got, sum(key, parts[0], namespace, pod)) {
 		return nil, fmt.Errorf("%s does not match the record", AnnotationMAC)
 	}
-	var w written
+	var w Written
 	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationWritten]), &w); err != nil {
 		return nil, fmt.Errorf("%s: %w", AnnotationWritten, err)
 	}
-	if parts[0] == macVersion && w.SealedAt == 0 {
+	if parts[0] == MACVersion && w.SealedAt == 0 {
 		return nil, fmt.Errorf("%s has no sealing time", AnnotationWritten)
 	}
-	return &sealed{w: &w, version: parts[0], mac: raw}, nil
+	return &Sealed{Written: &w, Version: parts[0], MAC: raw}, nil
 }
 
-// withSealOf returns a copy of pod whose seal annotations are those of from
+// WithSealOf returns a copy of pod whose seal annotations are those of from
 // (none where from has none).
-func withSealOf(pod, from *corev1.Pod) *corev1.Pod {
+func WithSealOf(pod, from *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
 	for _, k := range []string{AnnotationWritten, AnnotationMAC} {
 		delete(out.Annotations, k)
 		if v, ok := from.Annotations[k]; ok {
-			setMeta(&out.Annotations, map[string]string{k: v})
+			SetMeta(&out.Annotations, map[string]string{k: v})
 		}
 	}
 	return out

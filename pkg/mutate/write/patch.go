@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"hash/fnv"
 	"reflect"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -232,13 +234,13 @@ type patchOp struct {
 // would drop.
 var jsonNull = json.RawMessage("null")
 
-// marshalPatch is ops as JSON, the bytes controller-runtime's
+// MarshalPatch is ops as JSON, the bytes controller-runtime's
 // Response.Complete makes of them (jsonpatch.Operation's MarshalJSON: value
 // null kept for add and replace, left out of other operations when nil),
 // made in one pass: Complete marshals each operation on its own, and
 // encoding/json then checks and compacts each operation's bytes again,
 // which was a sixth of BenchmarkHandler.
-func marshalPatch(ops []jsonpatch.Operation) ([]byte, error) {
+func MarshalPatch(ops []jsonpatch.Operation) ([]byte, error) {
 	out := make([]patchOp, len(ops))
 	for i, op := range ops {
 		out[i] = patchOp{Op: op.Operation, Path: op.Path, Value: op.Value}
@@ -247,4 +249,89 @@ func marshalPatch(ops []jsonpatch.Operation) ([]byte, error) {
 		}
 	}
 	return json.Marshal(out)
+}
+
+// Patch is the RFC 6902 patch that turns a into b: from the fields gpuadmit
+// writes alone (writtenPatch) where nothing else differs, else from the
+// whole pods. Both give the same patch.
+func Patch(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
+	if patch, ok, err := writtenPatch(a, b); ok || err != nil {
+		return patch, err
+	}
+	return podPatch(a, b)
+}
+
+// podPatch is the patch that turns a into b, from both pods whole.
+func podPatch(a, b *corev1.Pod) ([]jsonpatch.Operation, error) {
+	ja, err := json.Marshal(a)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	jb, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode mutated pod: %w", err)
+	}
+	return jsonPatch(ja, jb)
+}
+
+// jsonPatch is the patch between two JSON documents, in a stable order.
+func jsonPatch(ja, jb []byte) ([]jsonpatch.Operation, error) {
+	patch, err := jsonpatch.CreatePatch(ja, jb)
+	if err != nil {
+		return nil, fmt.Errorf("create patch: %w", err)
+	}
+	sortPatch(patch)
+	return patch, nil
+}
+
+// sortPatch orders operations by path, numeric segments as numbers, so the
+// same change always gives the same patch (CreatePatch walks maps in random
+// order). gpuadmit only changes map keys and appends to arrays, for which
+// ascending paths are a valid order.
+func sortPatch(patch []jsonpatch.Operation) {
+	sort.SliceStable(patch, func(i, j int) bool { return pathLess(patch[i].Path, patch[j].Path) })
+}
+
+func pathLess(a, b string) bool {
+	for {
+		as, arest, amore := strings.Cut(a, "/")
+		bs, brest, bmore := strings.Cut(b, "/")
+		if as != bs {
+			ai, anum := index(as)
+			bi, bnum := index(bs)
+			if anum && bnum {
+				return ai < bi
+			}
+			return as < bs
+		}
+		if !amore || !bmore {
+			return !amore && bmore // the shorter path first
+		}
+		a, b = arest, brest
+	}
+}
+
+// index reads a path segment that is an array index; it allocates nothing
+// (strconv.Atoi's error for every map key would).
+func index(s string) (int, bool) {
+	if s == "" || len(s) > 9 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
+// Paths are the paths the patch changes, for a message.
+func Paths(patch []jsonpatch.Operation) string {
+	ps := make([]string, len(patch))
+	for i, op := range patch {
+		ps[i] = op.Path
+	}
+	return strings.Join(ps, ", ")
 }

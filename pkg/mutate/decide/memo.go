@@ -1,4 +1,4 @@
-package mutate
+package decide
 
 import (
 	"context"
@@ -17,6 +17,11 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
+// Evaluator makes a policy decision for one pod.
+type Evaluator interface {
+	Evaluate(ctx context.Context, in policy.Input) (policy.Decision, error)
+}
+
 // ActiveSource says which policy set an Evaluator answers with now, and
 // the time by its clock; an Evaluator that has one (policy.Engine) gets its
 // decisions memoized.
@@ -29,7 +34,7 @@ type ActiveSource interface {
 // memo starts over when it is full.
 const memoLimit = 4096
 
-// decisionMemo remembers the policy's answers for one input.pools (by a
+// Memo remembers the policy's answers for one input.pools (by a
 // hash of their content: pools, their sizes, modes, taints) under one
 // policy revision, by a hash of everything else the policy reads: what the
 // set's rules read of the pod's view (policy.View, the same for every pod
@@ -42,8 +47,9 @@ const memoLimit = 4096
 // inventory whose pools say the same (a node's other labels or its
 // heartbeat changed, or a change that leaves every pool as it was) keeps
 // it. The answer is the ordered candidates, not the final choice: the pool with free room is
-// picked per pod after (choose). Safe for concurrent use.
-type decisionMemo struct {
+// picked per pod after (choose). The zero Memo is empty; it is safe for
+// concurrent use.
+type Memo struct {
 	mu      sync.Mutex
 	pools   [sha256.Size]byte // poolsKey of the entries' inventory
 	rev     string
@@ -68,7 +74,7 @@ func init() { metrics.Registry.MustRegister(memoLookups) }
 // poolsKey hashes what the policy reads of inv: its pools as input.pools
 // holds them (their JSON, which policy.PreparePools converts), not the
 // nodes, which it does not read. Hashed once per inventory.
-func (m *decisionMemo) poolsKey(inv *inventory.Inventory) ([sha256.Size]byte, error) {
+func (m *Memo) poolsKey(inv *inventory.Inventory) ([sha256.Size]byte, error) {
 	if h := m.last.Load(); h != nil && h.inv == inv {
 		return h.sum, nil
 	}
@@ -95,7 +101,7 @@ func memoKey(in policy.Input, reads policy.PodReads) ([sha256.Size]byte, error) 
 	return sha256.Sum256(b), nil
 }
 
-func (m *decisionMemo) get(pools [sha256.Size]byte, rev string, key [sha256.Size]byte) (policy.Decision, bool) {
+func (m *Memo) get(pools [sha256.Size]byte, rev string, key [sha256.Size]byte) (policy.Decision, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pools != pools || m.rev != rev {
@@ -105,7 +111,7 @@ func (m *decisionMemo) get(pools [sha256.Size]byte, rev string, key [sha256.Size
 	return d, ok
 }
 
-func (m *decisionMemo) put(pools [sha256.Size]byte, rev string, key [sha256.Size]byte, d policy.Decision) {
+func (m *Memo) put(pools [sha256.Size]byte, rev string, key [sha256.Size]byte, d policy.Decision) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.entries == nil || m.pools != pools || m.rev != rev || len(m.entries) >= memoLimit {
@@ -114,18 +120,18 @@ func (m *decisionMemo) put(pools [sha256.Size]byte, rev string, key [sha256.Size
 	m.entries[key] = d
 }
 
-// evaluate asks the policy, or the memo where it answered the same input
+// Evaluate asks eval, or the memo where it answered the same input
 // for the same pools and the active revision before. A memoized decision
 // is shared: callers must not write into it (decide only appends to its
 // lists, which are clipped so that appending copies them).
-func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in policy.Input) (policy.Decision, error) {
-	src, ok := m.eval.(ActiveSource)
+func (m *Memo) Evaluate(ctx context.Context, eval Evaluator, inv *inventory.Inventory, in policy.Input) (policy.Decision, error) {
+	src, ok := eval.(ActiveSource)
 	if !ok {
-		return m.eval.Evaluate(ctx, in)
+		return eval.Evaluate(ctx, in)
 	}
 	set := src.Active()
 	if set == nil {
-		return m.eval.Evaluate(ctx, in)
+		return eval.Evaluate(ctx, in)
 	}
 	// The time is taken once, for the key and the evaluation alike: the
 	// engine keeps a time it is given (truncated to the same granule).
@@ -134,16 +140,16 @@ func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in pol
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	pools, err := m.memo.poolsKey(inv)
+	pools, err := m.poolsKey(inv)
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	if d, ok := m.memo.get(pools, set.Revision, key); ok {
+	if d, ok := m.get(pools, set.Revision, key); ok {
 		memoLookups.WithLabelValues("hit").Inc()
 		return d, nil
 	}
 	memoLookups.WithLabelValues("miss").Inc()
-	d, err := m.eval.Evaluate(ctx, in)
+	d, err := eval.Evaluate(ctx, in)
 	if err != nil {
 		return d, err
 	}
@@ -153,7 +159,7 @@ func (m *Mutator) evaluate(ctx context.Context, inv *inventory.Inventory, in pol
 	// A new set may have gone live during the evaluation: keep the answer
 	// only under the revision that made it.
 	if d.Revision == set.Revision {
-		m.memo.put(pools, d.Revision, key, d)
+		m.put(pools, d.Revision, key, d)
 	}
 	return d, nil
 }

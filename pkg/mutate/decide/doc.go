@@ -1,0 +1,3 @@
+// Package decide chooses what a pod gets: the policy's decision, memoized
+// per template, namespace, quota, pools and revision (Memo).
+package decide
