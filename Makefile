@@ -47,8 +47,10 @@ test:
 	./hack/node-binaries.sh >/dev/null
 	$(GO) vet ./...
 	cd scheduler && $(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	GPUADMIT_REQUIRE_TOOLS=1 $(GO) test -count=1 -vet=off $$($(GO) list ./... | grep -v -e '/test/e2e$$' -e '/test/e2e/node$$')
 	cd scheduler && GPUADMIT_REQUIRE_TOOLS=1 $(GO) test -count=1 -vet=off ./...
+	cd bench && GPUADMIT_REQUIRE_TOOLS=1 $(GO) test -count=1 -vet=off ./...
 	GPUADMIT_REQUIRE_TOOLS=1 GPUADMIT_REQUIRE_E2E=1 $(GO) test -count=1 -vet=off -timeout 20m -v ./test/e2e/
 	$(MAKE) test-node
 
@@ -106,7 +108,7 @@ bench-admission:
 	./hack/tools.sh >/dev/null
 	./hack/e2e-binaries.sh >/dev/null
 	mkdir -p $(BENCH_OUT)/admission
-	$(GO) run ./cmd/gpuadmit-bench admission --out $(BENCH_OUT)/admission >$(BENCH_OUT)/admission/table.md
+	cd bench && $(GO) run ./cmd/gpuadmit-bench admission --out $(abspath $(BENCH_OUT))/admission >$(abspath $(BENCH_OUT))/admission/table.md
 
 # bench-packing runs the packing study (24 pod lists, 7 policies, seeds 42-51:
 # 1,680 runs, about 27 minutes on one core) on the openb trace in OPENB into
@@ -115,7 +117,7 @@ bench-admission:
 # checks every file it reads against bench/packing/openb.sha256.
 OPENB ?= ../shared/data/openb
 bench-packing:
-	$(GO) run ./cmd/gpuadmit-bench study --trace $(OPENB) --out $(BENCH_OUT)/packing
+	cd bench && $(GO) run ./cmd/gpuadmit-bench study --trace $(abspath $(OPENB)) --out $(abspath $(BENCH_OUT))/packing
 
 dev-cluster:
 	./hack/dev-cluster.sh up

@@ -25,6 +25,7 @@ var inStep = []struct {
 	apart func(module string) bool
 }{
 	{dir: "scheduler"},
+	{dir: "bench"},
 	{dir: "test/e2e/tools"},
 	// Kueue v0.19.2 builds against the Kubernetes 1.36 libraries and
 	// not against 1.37's, so those, and what 1.36's API server pins

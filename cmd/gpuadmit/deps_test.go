@@ -38,7 +38,7 @@ func TestLinksNoBenchmarkOrHarness(t *testing.T) {
 	for what, tree := range forbidden {
 		for _, p := range deps {
 			if p == tree || strings.HasPrefix(p, tree+"/") {
-				t.Errorf("cmd/gpuadmit links %s (%s); it belongs in cmd/gpuadmit-bench or the tests", p, what)
+				t.Errorf("cmd/gpuadmit links %s (%s); it belongs in bench/cmd/gpuadmit-bench or the tests", p, what)
 			}
 		}
 	}

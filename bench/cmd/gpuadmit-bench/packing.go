@@ -14,7 +14,7 @@ import (
 // packingCmd replays the FGD study (ATC'23) on the Alibaba openb trace with
 // one placement policy.
 func packingCmd() *cobra.Command {
-	s := packing.Study{Trace: "../shared/data/openb", Workload: "default", Policy: "fgd", Seed: 42}
+	s := packing.Study{Trace: "../../shared/data/openb", Workload: "default", Policy: "fgd", Seed: 42}
 	var output, checksums string
 	cmd := &cobra.Command{
 		Use:   "packing --trace DIR --workload NAME --policy NAME --seed N -o json",

@@ -28,8 +28,8 @@ type studyFlags struct {
 var defaultStudyWorkloads = strings.Join(packing.PodLists, ",")
 
 func studyCmd() *cobra.Command {
-	f := studyFlags{trace: "../shared/data/openb", workloads: defaultStudyWorkloads, policies: "all",
-		seeds: "42-51", out: "docs/benchmarks/packing", workers: 1}
+	f := studyFlags{trace: "../../shared/data/openb", workloads: defaultStudyWorkloads, policies: "all",
+		seeds: "42-51", out: filepath.Join(os.TempDir(), "gpuadmit-bench", "packing"), workers: 1}
 	cmd := &cobra.Command{
 		Use:   "study --trace DIR --workloads A,B --policies all --seeds 42-51 --workers 1 --out DIR",
 		Short: "Run the packing study for every workload, policy and seed and write its report",

@@ -10,7 +10,7 @@ import (
 // replayCmd replays a trace workload through a real kube-apiserver and
 // scheduler, for each scheduler configuration.
 func replayCmd() *cobra.Command {
-	o := replay.Options{Trace: "../shared/data/openb", Workload: "default", Seed: 42}
+	o := replay.Options{Trace: "../../shared/data/openb", Workload: "default", Seed: 42}
 	var out, checksums string
 	cmd := &cobra.Command{
 		Use:   "replay [--workload default] [--seed 42] [--nodes N] [--configs default,mostallocated,gpuadmit] [--out DIR]",
