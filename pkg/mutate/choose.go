@@ -338,7 +338,7 @@ func noPoolMessage(want intent.Pod, reasons []string, inv *inventory.Inventory) 
 const noPools = "The cluster has no GPU pools. A pool is made of the nodes that advertise GPUs " +
 	"(allocatable nvidia.com/gpu, nvidia.com/mig-<profile> or gpuadmit.io/gpu-mem, set by NVIDIA's device plugin or gpuadmit's agent) " +
 	"and name their model (GPU Feature Discovery's label nvidia.com/gpu.product, or gpuadmit.io/pool); " +
-	"to try gpuadmit without GPUs, add the fake GPU nodes of examples/nodes.yaml as the README shows."
+	"to try gpuadmit without GPUs, add the fake GPU nodes of examples/nodes.yaml as docs/install.md shows."
 
 // servable summarises what the cluster can give, so a denial says what would be accepted.
 func servable(inv *inventory.Inventory) string {

@@ -28,10 +28,11 @@ type golden struct {
 	Explanation string                `json:"explanation"`
 }
 
-// TestGoldenExamples decides every README example against the example
-// cluster and the default policies, compares with testdata/golden, checks
-// that the patch really turns the pod into the result, and that deciding
-// again on the result changes nothing (reinvocation, re-applying a saved pod).
+// TestGoldenExamples decides every example pod (examples/pods, shown in
+// docs/dialects.md) against the example cluster and the default policies,
+// compares with testdata/golden, checks that the patch really turns the pod
+// into the result, and that deciding again on the result changes nothing
+// (reinvocation, re-applying a saved pod).
 func TestGoldenExamples(t *testing.T) {
 	eachExample(t, func(t *testing.T, m *Mutator, ns *corev1.Namespace, name string, in *corev1.Pod, res Result) {
 		got := golden{res.Allowed, res.Message, res.Warnings, res.Patch, res.Pod, res.Explanation}
@@ -47,9 +48,10 @@ func TestGoldenExamples(t *testing.T) {
 	})
 }
 
-// eachExample decides every README example pod against the example cluster
-// and the default policies, in a subtest of its own, and hands the result
-// to check with the mutator, the namespace and the pod as it arrived.
+// eachExample decides every example pod (examples/pods, shown in
+// docs/dialects.md) against the example cluster and the default policies, in
+// a subtest of its own, and hands the result to check with the mutator, the
+// namespace and the pod as it arrived.
 func eachExample(t *testing.T, check func(t *testing.T, m *Mutator, ns *corev1.Namespace, name string, in *corev1.Pod, res Result)) {
 	t.Helper()
 	files, _ := filepath.Glob("../../examples/pods/*.yaml")

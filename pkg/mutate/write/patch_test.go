@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// examples are the README example pods gpuadmit admits with a patch: each
-// as it arrives (examples/pods) and as gpuadmit admits it (the handler's
-// golden files, testdata/golden).
+// examples are the example pods (docs/dialects.md) gpuadmit admits with a
+// patch: each as it arrives (examples/pods) and as gpuadmit admits it (the
+// handler's golden files, testdata/golden).
 func examples(t testing.TB) map[string][2]*corev1.Pod {
 	t.Helper()
 	files, _ := filepath.Glob("../../../examples/pods/*.yaml")
@@ -70,7 +70,7 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-// TestWrittenPatchIsThePodPatch: for every README example gpuadmit admits,
+// TestWrittenPatchIsThePodPatch: for every example pod gpuadmit admits,
 // the patch from the fields gpuadmit writes is taken (nothing else
 // differs) and is the patch from the two pods whole, operation for
 // operation.
