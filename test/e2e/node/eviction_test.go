@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
@@ -71,8 +73,20 @@ func TestKubeletDRALostGPUEvictsItsPod(t *testing.T) {
 // and gets its event.
 func watchEviction(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) func(what string) {
 	t.Helper()
-	uid := podUID(ctx, t, n, pod)
-	w, err := n.Client.CoreV1().Pods(pod.Namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", pod.Name).String()})
+	p, err := n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(p.UID)
+	// The API server ends a watch when it likes (its timeout, a restart of
+	// the watch cache); a RetryWatcher resumes it from the last version
+	// seen, so an ended watch is not mistaken for a pod that never went.
+	sel := fields.OneTermEqualSelector("metadata.name", pod.Name).String()
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, p.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return n.Client.CoreV1().Pods(pod.Namespace).Watch(ctx, o)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,15 +145,6 @@ func waitEvicted(t *testing.T, w watch.Interface, name, what string, deadline ti
 			return *cond
 		}
 	}
-}
-
-func podUID(ctx context.Context, t *testing.T, n *Node, pod *corev1.Pod) string {
-	t.Helper()
-	p, err := n.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(p.UID)
 }
 
 // podEvents are the reasons and messages of the events about the pod with
