@@ -101,10 +101,10 @@ func TestCPUOverPairsRounds(t *testing.T) {
 	}
 }
 
-// TestTargetsMarkIssue17: the targets table marks gpuadmit's extra CPU over
+// TestTargetsMarkCPUAndLatency: the targets table marks gpuadmit's extra CPU over
 // the no-op against 0.3 ms for pods of one template and 1 ms for pods that
 // all differ, and its p99 against +10% / +25% at 1 and 10 clients only.
-func TestTargetsMarkIssue17(t *testing.T) {
+func TestTargetsMarkCPUAndLatency(t *testing.T) {
 	result := func(config string, level int, p99 float64, totals ...float64) Result {
 		r := Result{Config: config, Level: level, Latency: Latency{P99Ms: p99}}
 		for i, ms := range totals {

@@ -51,30 +51,11 @@ func startKueue(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatalf("install Kueue's CRDs: %v", err)
 	}
-	webhookAddr, probeAddr := freeLoopback(t), freeLoopback(t)
-	host, port := splitHostPort(t, webhookAddr)
 	scheme := runtime.NewScheme()
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	ext, err := client.New(env.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		switch crd.Name {
-		case "localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "multikueueclusters.kueue.x-k8s.io":
-		default:
-			continue
-		}
-		cur := &apiextensionsv1.CustomResourceDefinition{}
-		if err := ext.Get(ctx, client.ObjectKey{Name: crd.Name}, cur); err != nil {
-			t.Fatal(err)
-		}
-		cur.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
-				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://" + webhookAddr + "/convert")}}}
-		if err := ext.Update(ctx, cur); err != nil {
-			t.Fatalf("point %s's conversion at Kueue: %v", crd.Name, err)
-		}
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueNamespace}}
 	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -86,7 +67,90 @@ func startKueue(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	config := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
+	certDir := filepath.Join(dir, "certs")
+	var certsWritten bool
+	// Kueue binds the webhook and probe addresses it is configured with
+	// itself; a start that finds one taken since it was chosen is made again
+	// on new ones, with the conversion webhooks pointed at the new address.
+	args := func(addrs []string) ([]string, error) {
+		webhookAddr, probeAddr := addrs[0], addrs[1]
+		certsWritten = false
+		if err := pointConversion(ctx, ext, crds, "https://"+webhookAddr+"/convert"); err != nil {
+			return nil, err
+		}
+		config := kueueConfig(t, probeAddr, webhookAddr, certDir)
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o600); err != nil {
+			return nil, err
+		}
+		// Kueue runs as the cluster's admin here; its RBAC is its own project's.
+		return []string{"--config=" + filepath.Join(dir, "config.yaml"), "--kubeconfig=" + env.Kubeconfig, "--zap-log-level=2"}, nil
+	}
+	// In a pod the kubelet mounts that Secret at the certificate directory,
+	// and Kueue waits for the files; here the test writes them once the
+	// rotator has filled the Secret, and then waits for Kueue's readiness.
+	ready := func(addrs []string) (bool, string) {
+		if !certsWritten {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+				return false, err.Error()
+			}
+			if len(secret.Data["tls.crt"]) == 0 {
+				return false, fmt.Sprintf("Kueue's certificate Secret: keys %d", len(secret.Data))
+			}
+			if err := os.MkdirAll(certDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range secret.Data {
+				if err := os.WriteFile(filepath.Join(certDir, k), v, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			certsWritten = true
+		}
+		return httpOK("http://" + addrs[1] + "/readyz")
+	}
+	_, stop, err := env.StartOnPorts("kueue", 2, 120*time.Second, args, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last lines of Kueue's log:\n%s", env.Tail("kueue", 25))
+		}
+		stop()
+	})
+}
+
+// pointConversion points the conversion webhook of Kueue's CRDs that
+// convert between versions at url, Kueue's webhook server.
+func pointConversion(ctx context.Context, ext client.Client, crds []*apiextensionsv1.CustomResourceDefinition, url string) error {
+	for _, crd := range crds {
+		switch crd.Name {
+		case "localqueues.kueue.x-k8s.io", "clusterqueues.kueue.x-k8s.io", "workloads.kueue.x-k8s.io", "cohorts.kueue.x-k8s.io", "multikueueclusters.kueue.x-k8s.io":
+		default:
+			continue
+		}
+		cur := &apiextensionsv1.CustomResourceDefinition{}
+		if err := ext.Get(ctx, client.ObjectKey{Name: crd.Name}, cur); err != nil {
+			return err
+		}
+		cur.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+				ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: ptr.To(url)}}}
+		if err := ext.Update(ctx, cur); err != nil {
+			return fmt.Errorf("point %s's conversion at Kueue: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+// kueueConfig is Kueue's Configuration: its probes on probeAddr, its
+// webhook server on webhookAddr with certificates from certDir, no metrics
+// server, and the batch/v1 Job integration. The visibility API server, on by
+// default, is off: it would bind a fixed port (8082) on every interface and
+// write its certificate under /visibility, and the test does not use it.
+func kueueConfig(t *testing.T, probeAddr, webhookAddr, certDir string) string {
+	host, port := splitHostPort(t, webhookAddr)
+	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: %s
 health:
@@ -105,46 +169,9 @@ internalCertManagement:
   webhookSecretName: kueue-webhook-server-cert
 integrations:
   frameworks: ["batch/job"]
-`, kueueNamespace, probeAddr, host, port, filepath.Join(dir, "certs"))
-	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Kueue runs as the cluster's admin here; its RBAC is its own project's.
-	stop, err := env.StartProcess("kueue", "--config="+filepath.Join(dir, "config.yaml"), "--kubeconfig="+env.Kubeconfig, "--zap-log-level=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("last lines of Kueue's log:\n%s", env.Tail("kueue", 25))
-		}
-		stop()
-	})
-	// In a pod the kubelet mounts that Secret at the certificate directory,
-	// and Kueue waits for the files; here the test writes them once the
-	// rotator has filled the Secret.
-	certDir := filepath.Join(dir, "certs")
-	waitFor(t, "Kueue's certificate Secret", 60*time.Second, func() (bool, string) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
-			return false, err.Error()
-		}
-		if len(secret.Data["tls.crt"]) == 0 {
-			return false, fmt.Sprintf("secret keys %d\n%s", len(secret.Data), env.Tail("kueue", 3))
-		}
-		if err := os.MkdirAll(certDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range secret.Data {
-			if err := os.WriteFile(filepath.Join(certDir, k), v, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return true, ""
-	})
-	waitFor(t, "Kueue ready", 60*time.Second, func() (bool, string) {
-		ok, detail := httpOK("http://" + probeAddr + "/readyz")
-		return ok, detail + "\n" + env.Tail("kueue", 5)
-	})
+featureGates:
+  VisibilityOnDemand: false
+`, kueueNamespace, probeAddr, host, port, certDir)
 }
 
 // kueueObjects are a ClusterQueue with two flavors, T4 nodes listed first
@@ -312,17 +339,6 @@ func mustBinary(t *testing.T, name string) string {
 	return path
 }
 
-// freeLoopback is a free address on loopback.
-func freeLoopback(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func splitHostPort(t *testing.T, addr string) (string, int) {
 	t.Helper()
 	host, port, err := net.SplitHostPort(addr)
@@ -338,7 +354,10 @@ func splitHostPort(t *testing.T, addr string) (string, int) {
 
 // httpOK reports whether url answers 200, or what it answered.
 func httpOK(url string) (bool, string) {
-	resp, err := http.Get(url)
+	// A port taken by another process may accept and never answer; the
+	// timeout lets the caller see its own process exit instead.
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
 	if err != nil {
 		return false, err.Error()
 	}
