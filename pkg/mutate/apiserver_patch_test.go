@@ -3,13 +3,13 @@ package mutate
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"testing"
 
 	"gomodules.xyz/jsonpatch/v2"
 	jsonpatchv4 "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/internal/podtest"
 )
 
 func mustJSON(t testing.TB, v any) []byte {
@@ -52,20 +52,9 @@ func BenchmarkAPIServerAppliesPatch(b *testing.B) {
 // carry (probes, 20 environment variables, volumes, a sidecar), and its
 // decision.
 func deploymentLikePod(b testing.TB) (*corev1.Pod, Result) {
-	in := &corev1.Pod{}
-	readYAML(b, "../../examples/pods/hami-memory.yaml", in)
-	for i := range 20 {
-		in.Spec.Containers[0].Env = append(in.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: strings.Repeat("v", 40)})
-	}
-	in.Spec.Containers[0].Command = []string{"python", "-m", "server", "--port=8080", "--workers=4"}
-	in.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}, PeriodSeconds: 10}
-	in.Spec.Containers[0].ReadinessProbe = in.Spec.Containers[0].LivenessProbe.DeepCopy()
-	for i := range 4 {
-		v := fmt.Sprintf("data-%d", i)
-		in.Spec.Volumes = append(in.Spec.Volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: v}}}})
-		in.Spec.Containers[0].VolumeMounts = append(in.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v, MountPath: "/etc/" + v})
-	}
-	in.Spec.Containers = append(in.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoyproxy/envoy:v1.30", Args: []string{"-c", "/etc/envoy.yaml"}})
+	p := &corev1.Pod{}
+	readYAML(b, "../../examples/pods/hami-memory.yaml", p)
+	in := podtest.DeploymentLike(p)
 	ns := &corev1.Namespace{}
 	readYAML(b, "../../examples/namespace.yaml", ns)
 	res, err := NewMutator(defaultEngine, StaticInventory{Inv: exampleInventory(b)}, MutatorOptions{}).Mutate(context.Background(), Request{Pod: in, Namespace: ns})

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/internal/podtest"
 )
 
 // examples are the example pods (docs/dialects.md) gpuadmit admits with a
@@ -134,7 +136,7 @@ func TestDiffComparesWholePodsWhenMoreDiffers(t *testing.T) {
 // written fields (Patch) and from the pods whole (podPatch).
 func BenchmarkDiff(b *testing.B) {
 	pair := examples(b)["hami-memory"]
-	in, out := deploymentLike(pair[0]), deploymentLike(pair[1])
+	in, out := podtest.DeploymentLike(pair[0]), podtest.DeploymentLike(pair[1])
 	for name, f := range map[string]func(a, b *corev1.Pod) ([]jsonpatch.Operation, error){"written": Patch, "whole": podPatch} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -145,25 +147,6 @@ func BenchmarkDiff(b *testing.B) {
 			}
 		})
 	}
-}
-
-// deploymentLike is p with what a Deployment's pods carry (probes, 20
-// environment variables, volumes, a sidecar), none of which gpuadmit writes.
-func deploymentLike(p *corev1.Pod) *corev1.Pod {
-	in := p.DeepCopy()
-	for i := range 20 {
-		in.Spec.Containers[0].Env = append(in.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%d", i), Value: strings.Repeat("v", 40)})
-	}
-	in.Spec.Containers[0].Command = []string{"python", "-m", "server", "--port=8080", "--workers=4"}
-	in.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz"}}, PeriodSeconds: 10}
-	in.Spec.Containers[0].ReadinessProbe = in.Spec.Containers[0].LivenessProbe.DeepCopy()
-	for i := range 4 {
-		v := fmt.Sprintf("data-%d", i)
-		in.Spec.Volumes = append(in.Spec.Volumes, corev1.Volume{Name: v, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: v}}}})
-		in.Spec.Containers[0].VolumeMounts = append(in.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v, MountPath: "/etc/" + v})
-	}
-	in.Spec.Containers = append(in.Spec.Containers, corev1.Container{Name: "proxy", Image: "envoyproxy/envoy:v1.30", Args: []string{"-c", "/etc/envoy.yaml"}})
-	return in
 }
 
 // The patch memo gives pods that arrive alike, decided alike, the same
