@@ -1,8 +1,6 @@
 package webhook
 
 import (
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 
@@ -24,20 +22,12 @@ import (
 // see its devices; without them, a pool whose devices such pods took
 // looked free to the pods placed on one pool.
 type altClaims struct {
-	mu      sync.Mutex
-	byClaim map[types.NamespacedName]altHeld
-	sums    map[string]map[string]int64 // node → DeviceClass → devices (shares: MiB)
-}
-
-// altHeld is where one claim's devices were allocated, and what: devices
-// by DeviceClass, a share's by the memory it consumes.
-type altHeld struct {
-	node    string
-	byClass map[string]int64
+	mu     sync.Mutex
+	claims keyedSums // node → DeviceClass → devices (shares: MiB)
 }
 
 func newAltClaims() *altClaims {
-	return &altClaims{byClaim: map[types.NamespacedName]altHeld{}, sums: map[string]map[string]int64{}}
+	return &altClaims{claims: newKeyedSums()}
 }
 
 // heldBy reads what an allocated claim of an alternatives template holds
@@ -45,24 +35,24 @@ func newAltClaims() *altClaims {
 // another claim (a replica that also runs the usage report caches them
 // all), one not allocated, or one allocated nothing of gpuadmit's on one
 // node.
-func heldBy(c *resourceapi.ResourceClaim) (altHeld, bool) {
+func heldBy(c *resourceapi.ResourceClaim) (placed, bool) {
 	a := c.Status.Allocation
 	if a == nil || c.Labels[claim.LabelAlternatives] != "true" {
-		return altHeld{}, false
+		return placed{}, false
 	}
-	h := altHeld{node: allocatedNode(a), byClass: map[string]int64{}}
+	h := placed{key: allocatedNode(a), req: map[string]int64{}}
 	for _, r := range a.Devices.Results {
 		if r.Driver != allocator.DRADriver {
 			continue
 		}
 		class := requestClass(c.Spec, r.Request)
 		if q, ok := r.ConsumedCapacity[allocator.DRACapacityMemory]; ok && class == allocator.DRAClassShare {
-			h.byClass[class] += q.Value() >> 20
+			h.req[class] += q.Value() >> 20
 		} else if class != "" {
-			h.byClass[class]++
+			h.req[class]++
 		}
 	}
-	return h, h.node != "" && len(h.byClass) > 0
+	return h, h.key != "" && len(h.req) > 0
 }
 
 // allocatedNode is the node an allocation is bound to: the structured
@@ -102,48 +92,20 @@ func requestClass(spec resourceapi.ResourceClaimSpec, name string) string {
 
 // set counts c where it is allocated now, instead of where it was.
 func (a *altClaims) set(c *resourceapi.ResourceClaim) {
-	id := types.NamespacedName{Namespace: c.Namespace, Name: c.Name}
 	h, ok := heldBy(c)
+	if !ok {
+		h = placed{}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.drop(id)
-	if !ok {
-		return
-	}
-	a.byClaim[id] = h
-	sum := a.sums[h.node]
-	if sum == nil {
-		sum = map[string]int64{}
-		a.sums[h.node] = sum
-	}
-	for class, n := range h.byClass {
-		sum[class] += n
-	}
+	a.claims.put(types.NamespacedName{Namespace: c.Namespace, Name: c.Name}, h)
 }
 
 // remove stops counting c.
 func (a *altClaims) remove(c *resourceapi.ResourceClaim) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.drop(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
-}
-
-// drop takes a claim's contribution out; a.mu is held.
-func (a *altClaims) drop(id types.NamespacedName) {
-	old, ok := a.byClaim[id]
-	if !ok {
-		return
-	}
-	delete(a.byClaim, id)
-	sum := a.sums[old.node]
-	for class, n := range old.byClass {
-		if sum[class] -= n; sum[class] == 0 {
-			delete(sum, class)
-		}
-	}
-	if len(sum) == 0 {
-		delete(a.sums, old.node)
-	}
+	a.claims.drop(types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
 }
 
 // addTo adds to byNode what the claims hold on the pool's nodes, under
@@ -153,12 +115,7 @@ func (a *altClaims) drop(id types.NamespacedName) {
 // (a share by the memory it consumes), which bounds what one pool takes.
 func (a *altClaims) addTo(byNode map[string]map[string]int64, pool *inventory.Pool) {
 	a.mu.Lock()
-	sums := make(map[string]map[string]int64, len(a.sums))
-	for node, s := range a.sums {
-		if _, ok := slices.BinarySearchFunc(pool.Nodes, node, func(n inventory.Node, name string) int { return strings.Compare(n.Name, name) }); ok {
-			sums[node] = maps.Clone(s)
-		}
-	}
+	sums := a.claims.onNodes(pool.Nodes)
 	a.mu.Unlock()
 	for node, s := range sums {
 		held := byNode[node]
