@@ -1,8 +1,9 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -196,18 +197,9 @@ func TypicalSizes(listed []packing.Pod) []usage.Size {
 			out = append(out, s)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return sizeLess(out[i], out[j]) })
+	slices.SortFunc(out, func(a, b usage.Size) int {
+		return cmp.Or(cmp.Compare(a.GPUMemoryMiB, b.GPUMemoryMiB), cmp.Compare(a.GPUs, b.GPUs),
+			cmp.Compare(a.MilliCPU, b.MilliCPU), cmp.Compare(a.MemoryMiB, b.MemoryMiB))
+	})
 	return out
-}
-
-func sizeLess(a, b usage.Size) bool {
-	switch {
-	case a.GPUMemoryMiB != b.GPUMemoryMiB:
-		return a.GPUMemoryMiB < b.GPUMemoryMiB
-	case a.GPUs != b.GPUs:
-		return a.GPUs < b.GPUs
-	case a.MilliCPU != b.MilliCPU:
-		return a.MilliCPU < b.MilliCPU
-	}
-	return a.MemoryMiB < b.MemoryMiB
 }

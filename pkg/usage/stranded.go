@@ -1,7 +1,8 @@
 package usage
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,20 +201,11 @@ func (ps *poolState) workload(sizes []Size) []allocator.FragTask {
 			GPUs: int(d.gpus), Weight: float64(c) / float64(total)})
 	}
 	// Map order would change the float sum's last bits from scrape to scrape.
-	sort.Slice(out, func(i, j int) bool { return taskLess(out[i], out[j]) })
+	slices.SortFunc(out, func(a, b allocator.FragTask) int {
+		return cmp.Or(cmp.Compare(a.GPUMilli, b.GPUMilli), cmp.Compare(a.GPUs, b.GPUs),
+			cmp.Compare(a.MilliCPU, b.MilliCPU), cmp.Compare(a.MemoryMiB, b.MemoryMiB))
+	})
 	return out
-}
-
-func taskLess(a, b allocator.FragTask) bool {
-	switch {
-	case a.GPUMilli != b.GPUMilli:
-		return a.GPUMilli < b.GPUMilli
-	case a.GPUs != b.GPUs:
-		return a.GPUs < b.GPUs
-	case a.MilliCPU != b.MilliCPU:
-		return a.MilliCPU < b.MilliCPU
-	}
-	return a.MemoryMiB < b.MemoryMiB
 }
 
 func parseCount(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
