@@ -122,29 +122,38 @@ func kindAt(i int) nodeKind {
 }
 
 func (k nodeKind) node(idx, i int) corev1.Node {
-	name := fmt.Sprintf("%s-%04d", k.prefix, idx)
+	n := BaseNode(k.prefix, idx, i, k.cpu, k.mem)
+	n.Labels["type"] = "kwok"
+	for key, v := range k.labels {
+		n.Labels[key] = v
+	}
+	n.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
+	n.Spec.Taints = append([]corev1.Taint(nil), k.taints...)
+	for r, q := range k.gpu {
+		n.Status.Allocatable[corev1.ResourceName(r)] = resource.MustParse(q)
+		n.Status.Capacity[corev1.ResourceName(r)] = resource.MustParse(q)
+	}
+	return n
+}
+
+// BaseNode is node idx of an instance type (prefix-0000, …) as the
+// kubelet registers it: its well-known labels, the i-th node's zone of
+// three, and cpu, mem and 110 pods allocatable, all of it capacity.
+func BaseNode(prefix string, idx, i int, cpu, mem string) corev1.Node {
+	name := fmt.Sprintf("%s-%04d", prefix, idx)
 	n := corev1.Node{}
 	n.Name = name
 	n.Labels = map[string]string{
 		"kubernetes.io/hostname":           name,
 		"kubernetes.io/os":                 "linux",
 		"kubernetes.io/arch":               "amd64",
-		"node.kubernetes.io/instance-type": k.prefix,
+		"node.kubernetes.io/instance-type": prefix,
 		"topology.kubernetes.io/zone":      fmt.Sprintf("zone-%c", 'a'+i%3),
-		"type":                             "kwok",
 	}
-	for key, v := range k.labels {
-		n.Labels[key] = v
-	}
-	n.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
-	n.Spec.Taints = append([]corev1.Taint(nil), k.taints...)
 	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(k.cpu),
-		corev1.ResourceMemory: resource.MustParse(k.mem),
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(mem),
 		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	for r, q := range k.gpu {
-		res[corev1.ResourceName(r)] = resource.MustParse(q)
 	}
 	n.Status.Allocatable, n.Status.Capacity = res, res.DeepCopy()
 	return n

@@ -193,14 +193,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if err := b.cl.Apply(ctx, filepath.Join(b.opts.Root, "deploy/base/priorityclasses.yaml")); err != nil {
 		return err
 	}
-	ns := &corev1.Namespace{}
-	ns.Name = Namespace
-	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	sa := &corev1.ServiceAccount{}
-	sa.Name, sa.Namespace = "default", Namespace
-	if _, err := b.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := CreateNamespace(ctx, b.cs, Namespace); err != nil {
 		return err
 	}
 	b.nodes = Nodes(b.opts.Nodes)
@@ -454,4 +447,21 @@ func (b *bench) equivalence(ctx context.Context) ([]Equivalence, error) {
 		out[i] = Equivalence{Pod: shapes[i].String(), Gpuadmit: got[Gpuadmit][i], OPA: got[OPA][i], Diff: got[Gpuadmit][i].Diff(got[OPA][i])}
 	}
 	return out, nil
+}
+
+// CreateNamespace creates the benchmark's namespace and its default
+// ServiceAccount, unless kube-controller-manager, where it runs, made
+// that first.
+func CreateNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{}
+	ns.Name = name
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{}
+	sa.Name, sa.Namespace = "default", name
+	if _, err := cs.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }

@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -178,13 +176,8 @@ func (r *replay) setup(ctx context.Context) error {
 	if err := r.cl.Apply(ctx, filepath.Join(r.o.Root, "deploy/dra/deviceclasses.yaml")); err != nil {
 		return err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if _, err := r.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	if err := admission.CreateNamespace(ctx, r.cs, Namespace); err != nil {
 		return err
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "default"}}
-	if _, err := r.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err // kube-controller-manager, where it runs, may have made it first
 	}
 	progress(r.o, "%s: adding %d nodes and their ResourceSlices", r.s.config, len(r.w.Nodes))
 	g, gctx := errgroup.WithContext(ctx)

@@ -8,7 +8,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpuadmit/gpuadmit/bench/admission"
 	"github.com/gpuadmit/gpuadmit/internal/fakegpu"
@@ -87,34 +86,22 @@ func fleet(root string, n, draEvery int) ([]gpuNode, error) {
 // (the driver publishes devices, not extended resources), and the slices
 // the agent publishes for it.
 func draNode(k draKind, r fakegpu.Reading, idx, i int) (gpuNode, error) {
-	name := fmt.Sprintf("%s-%04d", k.prefix, idx)
-	n := corev1.Node{}
-	n.Name = name
-	n.Labels = map[string]string{
-		"kubernetes.io/hostname":           name,
-		"kubernetes.io/os":                 "linux",
-		"kubernetes.io/arch":               "amd64",
-		"node.kubernetes.io/instance-type": k.prefix,
-		"topology.kubernetes.io/zone":      fmt.Sprintf("zone-%c", 'a'+i%3),
-		"nvidia.com/gpu.present":           "true",
-		"nvidia.com/gpu.product":           k.product,
-		"nvidia.com/gpu.count":             k.count,
-		"nvidia.com/gpu.memory":            k.memory,
-		"nvidia.com/gpu.family":            "hopper",
-		"nvidia.com/gpu.replicas":          "1",
-		"nvidia.com/cuda.driver.major":     "570",
-		"nvidia.com/cuda.driver.minor":     "124",
-		"nvidia.com/cuda.runtime.major":    "12",
-		"nvidia.com/cuda.runtime.minor":    "8",
-		LabelTimestamp:                     "1767225600",
-	}
+	n := admission.BaseNode(k.prefix, idx, i, "192", "2Ti")
+	name := n.Name
+	maps.Copy(n.Labels, map[string]string{
+		"nvidia.com/gpu.present":        "true",
+		"nvidia.com/gpu.product":        k.product,
+		"nvidia.com/gpu.count":          k.count,
+		"nvidia.com/gpu.memory":         k.memory,
+		"nvidia.com/gpu.family":         "hopper",
+		"nvidia.com/gpu.replicas":       "1",
+		"nvidia.com/cuda.driver.major":  "570",
+		"nvidia.com/cuda.driver.minor":  "124",
+		"nvidia.com/cuda.runtime.major": "12",
+		"nvidia.com/cuda.runtime.minor": "8",
+		LabelTimestamp:                  "1767225600",
+	})
 	maps.Copy(n.Labels, nfdLabels)
-	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("192"),
-		corev1.ResourceMemory: resource.MustParse("2Ti"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	n.Status.Allocatable, n.Status.Capacity = res, res.DeepCopy()
 	devs := make(lister, 8)
 	for g := range devs {
 		devs[g] = r.Device(fmt.Sprintf("GPU-%s-%d", name, g))

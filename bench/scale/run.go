@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -194,17 +193,7 @@ func (b *bench) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	ns := &corev1.Namespace{}
-	ns.Name = Namespace
-	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	sa := &corev1.ServiceAccount{}
-	sa.Name, sa.Namespace = "default", Namespace
-	if _, err := b.cs.CoreV1().ServiceAccounts(Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
+	return admission.CreateNamespace(ctx, b.cs, Namespace)
 }
 
 // addNodes creates the fleet's nodes up to n: each Node with its status,
