@@ -25,15 +25,11 @@ func parseText(b []byte) (families, error) {
 	return p.TextToMetricFamilies(bytes.NewReader(b))
 }
 
-// HistogramOf reads histogram name, summed over the series whose labels
-// include match, from a Prometheus text exposition: another component's
+// ParseMetrics reads a Prometheus text exposition: another component's
 // /metrics (bench/replay reads the scheduler's).
-func HistogramOf(text []byte, name string, match map[string]string) (Histogram, error) {
+func ParseMetrics(text []byte) (Metrics, error) {
 	f, err := parseText(text)
-	if err != nil {
-		return Histogram{}, err
-	}
-	return f.histogram(name, match), nil
+	return Metrics{f: f}, err
 }
 
 // scrape reads a webhook process's /metrics in the protobuf exposition,

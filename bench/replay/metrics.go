@@ -35,43 +35,53 @@ var cyclePoints = []string{"Filter", "PreScore", "Score"}
 // scrape reads the scheduler's timings: GPUAdmit's placement time per
 // pod (its own histogram, every cycle) and per extension point (sampled), and for every profile its per-pod Filter, PreScore and Score
 // and the scheduling algorithm as a whole.
-func (r *replay) scrape(ctx context.Context) ([]Timing, error) {
+func (r *replay) scrape(ctx context.Context) ([]Timing, *Scoring, error) {
 	text, err := admission.Get(ctx, insecure, r.metrics)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	m, err := admission.ParseMetrics(text)
+	if err != nil {
+		return nil, nil, err
 	}
 	var out []Timing
-	add := func(label, name string, match map[string]string) error {
-		h, err := admission.HistogramOf(text, name, match)
-		if err != nil {
-			return err
-		}
-		if h.Count > 0 {
+	add := func(label, name string, match map[string]string) {
+		if h := m.Histogram(name, match); h.Count > 0 {
 			out = append(out, timingOf(label, h))
 		}
-		return nil
 	}
 	if r.s.gpuadmit {
-		if err := add(placementMetric, "gpuadmit_scheduler_placement_duration_seconds", nil); err != nil {
-			return nil, err
-		}
+		add(placementMetric, "gpuadmit_scheduler_placement_duration_seconds", nil)
 		for _, p := range pluginPoints {
-			if err := add("GPUAdmit "+p+" (per call)", "scheduler_plugin_execution_duration_seconds",
-				map[string]string{"plugin": "GPUAdmit", "extension_point": p}); err != nil {
-				return nil, err
-			}
+			add("GPUAdmit "+p+" (per call)", "scheduler_plugin_execution_duration_seconds",
+				map[string]string{"plugin": "GPUAdmit", "extension_point": p})
 		}
 	}
 	for _, p := range cyclePoints {
-		if err := add(p+", all plugins (per pod)", "scheduler_framework_extension_point_duration_seconds",
-			map[string]string{"extension_point": p, "profile": r.s.name}); err != nil {
-			return nil, err
-		}
+		add(p+", all plugins (per pod)", "scheduler_framework_extension_point_duration_seconds",
+			map[string]string{"extension_point": p, "profile": r.s.name})
 	}
-	if err := add("scheduling algorithm (per pod)", "scheduler_scheduling_algorithm_duration_seconds", nil); err != nil {
-		return nil, err
+	add("scheduling algorithm (per pod)", "scheduler_scheduling_algorithm_duration_seconds", nil)
+	var sc *Scoring
+	if h := m.Histogram("gpuadmit_scheduler_placement_scores_computed", nil); r.s.gpuadmit && h.Count > 0 {
+		sets := m.By("gpuadmit_scheduler_placement_score_sets_total", "cause")
+		sc = &Scoring{Cycles: h.Count, ComputedMean: h.Sum / h.Count, ComputedP50: h.Interpolated(0.5),
+			ComputedP99: h.Interpolated(0.99), SetsWorkload: sets["workload"], SetsPrices: sets["prices"]}
 	}
-	return out, nil
+	return out, sc, nil
+}
+
+// Scoring is how much GPUAdmit's cycles computed: the nodes whose score a
+// cycle computed afresh (quantiles interpolated in the histogram's
+// buckets), and the score sets made, each of which makes every kept score
+// stale, by cause. It tells a slow cycle that worked from one that waited.
+type Scoring struct {
+	Cycles       float64 `json:"cycles"`
+	ComputedMean float64 `json:"computedMean"`
+	ComputedP50  float64 `json:"computedP50"`
+	ComputedP99  float64 `json:"computedP99"`
+	SetsWorkload float64 `json:"setsWorkload"`
+	SetsPrices   float64 `json:"setsPrices"`
 }
 
 func timingOf(label string, h admission.Histogram) Timing {

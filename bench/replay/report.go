@@ -51,7 +51,8 @@ type Replayed struct {
 	CreateSeconds float64         `json:"createSeconds"` // creating every pod, one at a time
 	SettleSeconds float64         `json:"settleSeconds"` // from the first create to every pod settled
 	Timings       []Timing        `json:"timings"`
-	Placements    []Placement     `json:"placements"` // by pod, in arrival order
+	Scoring       *Scoring        `json:"scoring,omitempty"` // gpuadmit-scheduler's
+	Placements    []Placement     `json:"placements"`        // by pod, in arrival order
 	// Usage is gpuadmit's usage figures (stranded, fragmentation,
 	// allocated, pending) over the pods' arrival (UsageTrace); none on the
 	// product's path.
@@ -128,6 +129,10 @@ func (r *Report) Markdown(w io.Writer) {
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
 		for _, t := range x.Timings {
 			fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %.3f | %s |\n", t.Metric, t.Samples, t.MeanMs, t.P50Ms, t.P99Ms, boundString(t.P99Bound))
+		}
+		if sc := x.Scoring; sc != nil {
+			fmt.Fprintf(w, "\nGPUAdmit's cycles: %.0f; node scores computed afresh a cycle: mean %.1f, p50 %.1f, p99 %.1f; score sets made (each makes every kept score stale): %.0f for a new workload revision, %.0f for new prices.\n",
+				sc.Cycles, sc.ComputedMean, sc.ComputedP50, sc.ComputedP99, sc.SetsWorkload, sc.SetsPrices)
 		}
 	}
 }

@@ -221,10 +221,12 @@ func (r *replay) setup(ctx context.Context) error {
 	return g.Wait()
 }
 
-// startScheduler runs the configuration's scheduler with a metrics port
-// that serves /metrics to anyone, and waits until it is ready. The
-// scheduler binds the port it is given itself, so a start that finds it
-// taken since it was chosen is made again on a new one.
+// startScheduler runs the configuration's scheduler with a port that
+// serves /metrics and /debug/pprof to anyone (it listens on loopback only:
+// curl -k https://127.0.0.1:PORT/debug/pprof/profile profiles it), and
+// waits until it is ready. The scheduler binds the port it is given
+// itself, so a start that finds it taken since it was chosen is made again
+// on a new one.
 func (r *replay) startScheduler(ctx context.Context) error {
 	bin, user := filepath.Join(r.o.BinDir, "kube-scheduler"), "system:kube-scheduler"
 	if r.s.gpuadmit {
@@ -237,7 +239,7 @@ func (r *replay) startScheduler(ctx context.Context) error {
 	_, err := listener.Retry("127.0.0.1", 3, func(port int) error {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		p, err := r.cl.StartSchedulerWrapped(wrap, bin, "scheduler", user, r.s.profile, "--secure-port="+strconv.Itoa(port),
-			"--bind-address=127.0.0.1", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics")
+			"--bind-address=127.0.0.1", "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*")
 		if err != nil {
 			return err
 		}

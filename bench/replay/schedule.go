@@ -38,7 +38,7 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 			r.s.config, check.Admitted, check.Alternatives, check.OnePool, check.Templates, check.Denied)
 	}
 	res.SettleSeconds = time.Since(start).Seconds()
-	if res.Timings, err = r.scrape(ctx); err != nil {
+	if res.Timings, res.Scoring, err = r.scrape(ctx); err != nil {
 		return res, fmt.Errorf("scrape the scheduler: %w", err)
 	}
 	claims, err := r.cs.ResourceV1().ResourceClaims(Namespace).List(ctx, metav1.ListOptions{})

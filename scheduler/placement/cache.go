@@ -35,6 +35,11 @@ func (c *placerCache) get(pl *Plugin, rev uint64, kinds []weighted, pinned []pin
 	if c.set != nil && c.workRev == rev && maps.Equal(prices, c.set.prices) {
 		return c.set
 	}
+	cause := "prices"
+	if c.set == nil || c.workRev != rev {
+		cause = "workload"
+	}
+	scoreSets.WithLabelValues(cause).Inc()
 	c.sets++
 	c.set, c.workRev = newPlacerSet(c.sets, kinds), rev
 	c.set.prices = prices

@@ -21,10 +21,35 @@ var placementDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 	StabilityLevel: metrics.ALPHA,
 })
 
+// scoresComputed is how many nodes' scores a cycle computed afresh: the
+// nodes that changed since the last cycle, those a request is new to, and
+// the stale scores it refreshed (at most refreshAtMost); nodes alike to
+// one computed take its score and are not counted. With placementDuration
+// it tells a cycle that worked from one that waited for a core.
+var scoresComputed = metrics.NewHistogram(&metrics.HistogramOpts{
+	Namespace:      "gpuadmit",
+	Subsystem:      "scheduler",
+	Name:           "placement_scores_computed",
+	Help:           "Nodes whose score GPUAdmit computed afresh in one scheduling cycle (changed nodes, a new request, stale scores refreshed).",
+	Buckets:        []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
+	StabilityLevel: metrics.ALPHA,
+})
+
+// scoreSets counts the placer sets made, each of which makes every kept
+// score stale: by cause, a new revision of the target workload or new
+// scarcity prices under the same one.
+var scoreSets = metrics.NewCounterVec(&metrics.CounterOpts{
+	Namespace:      "gpuadmit",
+	Subsystem:      "scheduler",
+	Name:           "placement_score_sets_total",
+	Help:           "Score sets GPUAdmit made, each making every kept node score stale, by cause: workload (a new revision of the target workload) or prices.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"cause"})
+
 var registerOnce sync.Once
 
 // registerMetrics adds the plugin's metrics to the scheduler's registry,
 // which its /metrics serves.
 func registerMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(placementDuration) })
+	registerOnce.Do(func() { legacyregistry.MustRegister(placementDuration, scoresComputed, scoreSets) })
 }

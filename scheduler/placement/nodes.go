@@ -222,6 +222,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	}
 	spread((len(todo)+parallelFrom-1)/parallelFrom, piece)
 	s.computed = len(todo)
+	scoresComputed.Observe(float64(len(todo)))
 	for j := range missed {
 		m := &missed[j]
 		if m.copyOf >= 0 { // an earlier node, computed
