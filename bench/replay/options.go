@@ -50,6 +50,14 @@ type Options struct {
 	// replay on the others, as a cluster's scheduler does not share its
 	// cores with a load generator; empty means everything shares every CPU.
 	SchedulerCPUs string
+	// MaxPending, when positive, paces the creates: a pod is created only
+	// when at most that many of those created are neither bound nor marked
+	// unschedulable, so the scheduler places pods about as they arrive, as
+	// in a cluster whose pods arrive over days (and as the simulator
+	// places them), instead of working through a queue the creates ran
+	// ahead of, which the webhook's free-capacity view does not see;
+	// zero creates as fast as the API server takes them.
+	MaxPending int
 	// Progress receives a line per step; nil means none.
 	Progress io.Writer
 }

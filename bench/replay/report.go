@@ -38,7 +38,9 @@ type Settings struct {
 	// SchedulerCPUs and RestCPUs are the CPUs the scheduler ran on by
 	// itself and those of everything else; empty when all shared all.
 	SchedulerCPUs string `json:"schedulerCPUs,omitempty"`
-	RestCPUs      string `json:"restCPUs,omitempty"`
+	// MaxPending is Options.MaxPending: 0 where the creates were not paced.
+	MaxPending int    `json:"maxPending,omitempty"`
+	RestCPUs   string `json:"restCPUs,omitempty"`
 }
 
 // Replayed is one configuration's replay.
@@ -85,7 +87,7 @@ func newReport(o Options, w Workload) *Report {
 	}
 	return &Report{Started: time.Now().UTC(), Machine: admission.MachineNow(), Settings: Settings{
 		Workload: o.Workload, Seed: o.Seed, Nodes: len(w.Nodes), TraceNodes: len(all), GPUs: gpus,
-		Pods: len(w.Pods), Listed: len(w.Listed), SchedulerWorkload: o.SchedulerWorkload,
+		Pods: len(w.Pods), Listed: len(w.Listed), SchedulerWorkload: o.SchedulerWorkload, MaxPending: o.MaxPending,
 	}}
 }
 
@@ -99,6 +101,11 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 	if s.SchedulerWorkload == WorkloadListed {
 		fmt.Fprintf(w, "gpuadmit-scheduler's target workload: fixed to the pod list's %d pods (GPUAdmit's args), not derived from the pods it has seen.\n", s.Listed)
+	}
+	if s.MaxPending > 0 {
+		fmt.Fprintf(w, "Creates paced: a pod was created only while at most %d of those created were neither bound nor unschedulable.\n", s.MaxPending)
+	} else {
+		fmt.Fprintln(w, "Creates not paced: the pods were created as fast as the API server took them, ahead of the scheduler.")
 	}
 	fmt.Fprintf(w, "Machine: %s, %d cores, load before %s, after %s.\n", r.Machine.CPU, r.Machine.Cores, r.Machine.LoadBefore, r.Machine.LoadAfter)
 	if s.SchedulerCPUs != "" {

@@ -69,7 +69,18 @@ func (r *replay) run(ctx context.Context) (Replayed, error) {
 // them, or on the product's path as a user writes them (ProductPod), where
 // a pod the webhook denies is counted and left out.
 func (r *replay) create(ctx context.Context) (denied int, err error) {
+	var pace *settled
+	if r.o.MaxPending > 0 {
+		if pace, err = watchSettled(ctx, r.cs); err != nil {
+			return 0, err
+		}
+	}
 	for i, p := range r.w.Pods {
+		if pace != nil {
+			if err := pace.waitBelow(ctx, i-denied, r.o.MaxPending); err != nil {
+				return denied, err
+			}
+		}
 		pod := Pod(PodName(i, p), r.s.name, p)
 		if r.s.product {
 			pod = ProductPod(PodName(i, p), r.s.name, p)

@@ -56,6 +56,7 @@ func replayCmd() *cobra.Command {
 	f.DurationVar(&o.Timeout, "timeout", 0, "bound on each configuration's scheduling (default 9m)")
 	f.StringVar(&o.SchedulerWorkload, "scheduler-workload", replay.WorkloadDerived,
 		"gpuadmit-scheduler's target workload: derived (from the pods it has seen, as shipped) or listed (fixed to the pod list, the simulator's knowledge)")
+	f.IntVar(&o.MaxPending, "max-pending", 0, "create a pod only when at most this many of those created are neither bound nor unschedulable, so the scheduler keeps up as in a cluster (0: create as fast as the API server takes them)")
 	f.StringVar(&o.SchedulerCPUs, "scheduler-cpus", "", "run the scheduler by itself on these CPUs (taskset's list: 1, 2-3) and the control plane and the replay on the others (default: all share all)")
 	return cmd
 }
