@@ -11,6 +11,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
@@ -20,22 +21,22 @@ import (
 // each GPU container's claim from its alternatives template and its
 // accounting request, the tolerations of every pool it may use, and the
 // policy's selectors, priority, labels and annotations; no pool's nodeSelector.
-func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *altChoice) (Result, error) {
+func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.AltChoice) (Result, error) {
 	out := pod.DeepCopy()
 	rec := record.Original{}
 	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName,
 		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
 	templates := map[string][]claim.Alternative{}
-	for _, c := range ch.containers {
-		ct := containerOf(out, c.req)
+	for _, c := range ch.Containers {
+		ct := decide.ContainerOf(out, c.Req)
 		rec[ct.Name] = record.OriginalGPU(ct)
-		res := resourceList(map[string]int64{inventory.ResourceMemoryMiB: c.chargeMiB()})
+		res := c.Resources()
 		setResources(ct, res)
 		w.SetResources(ct.Name, res)
-		alts := c.alternatives()
+		alts := c.Alternatives()
 		tmpl := claim.AlternativesTemplateName(alts)
 		templates[tmpl] = alts
-		name := podClaimName(c.req.Container)
+		name := podClaimName(c.Req.Container)
 		ct.Resources.Claims = append(ct.Resources.Claims, corev1.ResourceClaim{Name: name})
 		out.Spec.ResourceClaims = append(out.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: ptr.To(tmpl)})
 	}
@@ -45,7 +46,7 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 		return deny(pod, msg), nil
 	}
 	w.NodeSelector = merged(nil, d.NodeSelector)
-	w.Tolerations = addTolerations(out, ch.tolerations(d))
+	w.Tolerations = addTolerations(out, altTolerations(ch, d))
 	setPriority(out, d.PriorityClassName)
 	record.SetMeta(&out.Labels, d.Labels)
 	record.SetMeta(&out.Annotations, d.Annotations)
@@ -54,7 +55,7 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 		return Result{}, err
 	}
 	record.SetMeta(&out.Annotations, map[string]string{
-		record.AnnotationDecision:    ch.decisionText(d.Revision),
+		record.AnnotationDecision:    altDecisionText(ch, d.Revision),
 		record.AnnotationRequest:     raw,
 		claim.AnnotationAlternatives: claim.EncodeAlternatives(templates),
 	})
@@ -62,65 +63,84 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 		Allowed:     true,
 		Pod:         out,
 		Warnings:    d.Warnings,
-		Explanation: ch.explain(pod, want, d),
+		Explanation: explainAlternatives(pod, want, d, ch),
 		Revision:    d.Revision,
 		written:     w,
 	}, nil
 }
 
 // altPoolsMark precedes the pools in the decision record of a pod placed by
-// alternatives. It is not poolMark ("; pool "), so PoolOf names no pool for
-// such a pod (it is pinned to none); poolowner.PoolsOf names them all.
+// alternatives. It is not poolowner.PoolMark ("; pool "), so poolowner.PoolOf names no
+// pool for such a pod (it is pinned to none); poolowner.PoolsOf names them all.
 const altPoolsMark = poolowner.AltPoolsMark
 
-// decisionText is gpuadmit.io/decision for a pod placed by alternatives:
+// altDecisionText is gpuadmit.io/decision for a pod placed by alternatives:
 // per GPU container, every alternative in order, then the pools and the
 // revision. It is deterministic, as decisionText of one pool is.
-func (ch *altChoice) decisionText(revision string) string {
-	parts := make([]string, 0, len(ch.containers))
-	for _, c := range ch.containers {
-		parts = append(parts, fmt.Sprintf("%s: %s -> the first available of %s (charged %d MiB)", c.req.Container, c.req, c.listed(), c.chargeMiB()))
+func altDecisionText(ch *decide.AltChoice, revision string) string {
+	parts := make([]string, 0, len(ch.Containers))
+	for _, c := range ch.Containers {
+		parts = append(parts, fmt.Sprintf("%s: %s -> the first available of %s (charged %d MiB)", c.Req.Container, c.Req, listed(c), c.ChargeMiB()))
 	}
-	return strings.Join(parts, "; ") + altPoolsMark + strings.Join(ch.poolNames(), ", ") + revisionMark + revision
+	return strings.Join(parts, "; ") + altPoolsMark + strings.Join(ch.PoolNames(), ", ") + revisionMark + revision
 }
 
 // listed is the container's alternatives in order: "1) … [rule], 2) … [rule]".
-func (c altContainer) listed() string {
-	items := make([]string, len(c.opts))
-	for i, o := range c.opts {
-		items[i] = fmt.Sprintf("%d) %s [%s]", i+1, o.describe(), ruleOf(o.a.cand))
+func listed(c decide.AltContainer) string {
+	items := make([]string, len(c.Opts))
+	for i, o := range c.Opts {
+		items[i] = fmt.Sprintf("%d) %s [%s]", i+1, describe(o), ruleOf(o.Assignment.Cand))
 	}
 	return strings.Join(items, ", ")
 }
 
-func (ch *altChoice) poolNames() []string {
-	pools := ch.pools()
-	names := make([]string, len(pools))
-	for i, p := range pools {
-		names[i] = p.Name
+// describe says what the option gives: "1 MIG 1g.10gb slice of an H100-80GB
+// (9984 MiB) on pool h100".
+func describe(o decide.AltOption) string {
+	alt := o.Alternative()
+	switch alt.Backend {
+	case claim.BackendMIG:
+		return fmt.Sprintf("%d MIG %s slice(s) of an %s (%d MiB) on pool %s", alt.Count, alt.Profile, alt.Model, o.Assignment.GivenMiB, o.Pool.Name)
+	case claim.BackendShared:
+		return fmt.Sprintf("a share of %d MiB of one %s on pool %s", alt.MiB, alt.Model, o.Pool.Name)
 	}
-	return names
+	return fmt.Sprintf("%d whole %s GPU(s) (%d MiB) on pool %s", alt.Count, alt.Model, o.Assignment.GivenMiB, o.Pool.Name)
 }
 
-// explain is the paragraph of a pod placed by alternatives: what was asked,
+// altTolerations are those of every alternative's candidate (repeated ones
+// too: the pod may land on their pools), then the policy's own.
+func altTolerations(ch *decide.AltChoice, d policy.Decision) []corev1.Toleration {
+	var ts []corev1.Toleration
+	for _, c := range ch.Containers {
+		for _, o := range c.Opts {
+			ts = append(ts, o.Assignment.Cand.Tolerations...)
+		}
+	}
+	for _, o := range ch.Also {
+		ts = append(ts, o.Assignment.Cand.Tolerations...)
+	}
+	return append(ts, d.Tolerations...)
+}
+
+// explainAlternatives is the paragraph of a pod placed by alternatives: what was asked,
 // what each container accepts in order and why, what was left out, who
 // chooses among them, and what quotas charge.
-func (ch *altChoice) explain(pod *corev1.Pod, want intent.Pod, d policy.Decision) string {
+func explainAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.AltChoice) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pod %s asks for GPU in %d container(s). ", podName(pod), len(want.Requests))
-	for _, c := range ch.containers {
+	for _, c := range ch.Containers {
 		fmt.Fprintf(&b, "Container %q asks for %s (%s: %s); policy revision %s accepts, in this order: %s. ",
-			c.req.Container, c.req, c.req.Dialect, strings.Join(c.req.Source, ", "), d.Revision, c.listed())
+			c.Req.Container, c.Req, c.Req.Dialect, strings.Join(c.Req.Source, ", "), d.Revision, listed(c))
 		fmt.Fprintf(&b, "Its claim %s (template %s) lists them as firstAvailable alternatives, and it requests %s=%d, its largest alternative, for quotas. ",
-			podClaimName(c.req.Container), claim.AlternativesTemplateName(c.alternatives()), inventory.ResourceMemoryMiB, c.chargeMiB())
+			podClaimName(c.Req.Container), claim.AlternativesTemplateName(c.Alternatives()), inventory.ResourceMemoryMiB, c.ChargeMiB())
 	}
-	if len(ch.left) > 0 {
-		fmt.Fprintf(&b, "Left out: %s. ", strings.Join(ch.left, "; "))
+	if len(ch.Left) > 0 {
+		fmt.Fprintf(&b, "Left out: %s. ", strings.Join(ch.Left, "; "))
 	}
 	fmt.Fprintf(&b, "The pod is pinned to no pool: on DRA pools %s the scheduler (%s) picks the node, and the allocator takes there the first alternative that fits, "+
 		"on exact free capacity; the stock scheduler prefers nodes where an earlier alternative fits, a preference other scores can outweigh. ",
-		strings.Join(ch.poolNames(), ", "), schedulerOrDefault(ch.owner))
-	if ts := ch.tolerations(d); len(ts) > 0 {
+		strings.Join(ch.PoolNames(), ", "), decide.SchedulerOrDefault(ch.Owner))
+	if ts := altTolerations(ch, d); len(ts) > 0 {
 		fmt.Fprintf(&b, "It tolerates %s. ", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {

@@ -8,34 +8,35 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
 // apply writes the decision into a copy of the pod.
-func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Result, error) {
+func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choice) (Result, error) {
 	out := pod.DeepCopy()
 	rec := record.Original{}
-	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.pool.ExcludeNamed,
+	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.Pool.ExcludeNamed,
 		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
-	for _, a := range ch.assigns {
-		c := containerOf(out, a.req)
+	for _, a := range ch.Assigns {
+		c := decide.ContainerOf(out, a.Req)
 		rec[c.Name] = record.OriginalGPU(c)
-		res := resourceList(a.resources(ch.pool))
+		res := a.Resources(ch.Pool)
 		setResources(c, res)
 		w.SetResources(c.Name, res)
 	}
-	addClaims(out, ch.assigns)
+	addClaims(out, ch.Assigns)
 	w.AddClaims(out)
-	if msg := addSelectors(out, ch.pool.NodeSelector, d.NodeSelector); msg != "" {
+	if msg := addSelectors(out, ch.Pool.NodeSelector, d.NodeSelector); msg != "" {
 		return deny(pod, msg), nil
 	}
-	w.NodeSelector = merged(ch.pool.NodeSelector, d.NodeSelector)
-	if ch.pool.ExcludeNamed {
+	w.NodeSelector = merged(ch.Pool.NodeSelector, d.NodeSelector)
+	if ch.Pool.ExcludeNamed {
 		write.ExcludeNamedPools(out)
 	}
-	w.Tolerations = addTolerations(out, ch.tolerations(d))
+	w.Tolerations = addTolerations(out, tolerations(ch, d))
 	setPriority(out, d.PriorityClassName)
 	record.SetMeta(&out.Labels, d.Labels)
 	record.SetMeta(&out.Annotations, d.Annotations)
@@ -44,9 +45,9 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 		return Result{}, err
 	}
 	record.SetMeta(&out.Annotations, map[string]string{
-		record.AnnotationDecision: decisionText(ch, d.Revision),
-		record.AnnotationRequest:  raw,
-		AnnotationAcceptedModels:  ch.accepted,
+		record.AnnotationDecision:       decisionText(ch, d.Revision),
+		record.AnnotationRequest:        raw,
+		record.AnnotationAcceptedModels: ch.Accepted,
 	})
 	return Result{
 		Allowed:     true,
@@ -54,7 +55,7 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) (Res
 		Warnings:    d.Warnings,
 		Explanation: explain(pod, want, d, ch),
 		Revision:    d.Revision,
-		PassedOver:  ch.skipped,
+		PassedOver:  ch.Skipped,
 		written:     w,
 	}, nil
 }
@@ -81,10 +82,10 @@ func setResources(c *corev1.Container, res corev1.ResourceList) {
 // addSelectors pins the pod to the pool and adds the policy's selectors. A
 // policy selector that contradicts the pod's own is a denial, not a merge.
 func addSelectors(pod *corev1.Pod, pool, policySel map[string]string) string {
-	if k, v, clash := selectorClash(pod.Spec.NodeSelector, policySel); clash {
+	if k, v, clash := decide.SelectorClash(pod.Spec.NodeSelector, policySel); clash {
 		return fmt.Sprintf("spec.nodeSelector[%s]=%s conflicts with the policy's %s=%s; remove it from the pod", k, pod.Spec.NodeSelector[k], k, v)
 	}
-	if k, v, clash := selectorClash(pool, policySel); clash {
+	if k, v, clash := decide.SelectorClash(pool, policySel); clash {
 		return fmt.Sprintf("the policy's nodeSelector %s=%s contradicts the chosen pool's %s=%s", k, v, k, pool[k])
 	}
 	record.SetMeta(&pod.Spec.NodeSelector, pool)
@@ -93,10 +94,10 @@ func addSelectors(pod *corev1.Pod, pool, policySel map[string]string) string {
 }
 
 // tolerations are those of the taken candidates, then the policy's own.
-func (ch *choice) tolerations(d policy.Decision) []corev1.Toleration {
+func tolerations(ch *decide.Choice, d policy.Decision) []corev1.Toleration {
 	var ts []corev1.Toleration
-	for _, a := range ch.assigns {
-		ts = append(ts, a.cand.Tolerations...)
+	for _, a := range ch.Assigns {
+		ts = append(ts, a.Cand.Tolerations...)
 	}
 	return append(ts, d.Tolerations...)
 }

@@ -2,24 +2,25 @@ package mutate
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
 // decisionText is the short record in gpuadmit.io/decision, one clause per
 // GPU container, then the pool and the revision. It is deterministic: the
 // same pod, inventory and revision give the same text.
-func decisionText(ch *choice, revision string) string {
-	parts := make([]string, 0, len(ch.assigns)+2)
-	for _, a := range ch.assigns {
-		parts = append(parts, fmt.Sprintf("%s: %s -> %s [%s]", a.req.Container, a.req, a.given(), ruleOf(a.cand)))
+func decisionText(ch *decide.Choice, revision string) string {
+	parts := make([]string, 0, len(ch.Assigns)+2)
+	for _, a := range ch.Assigns {
+		parts = append(parts, fmt.Sprintf("%s: %s -> %s [%s]", a.Req.Container, a.Req, given(a), ruleOf(a.Cand)))
 	}
-	parts = append(parts, "pool "+ch.pool.Name)
+	parts = append(parts, "pool "+ch.Pool.Name)
 	return strings.Join(parts, "; ") + revisionMark + revision
 }
 
@@ -32,22 +33,22 @@ func ruleOf(c policy.Candidate) string {
 
 // explain is one paragraph a person can follow: what was asked, what policy
 // offered, what gpuadmit took and why, and what else changed in the pod.
-func explain(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *choice) string {
+func explain(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choice) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pod %s asks for GPU in %d container(s). ", podName(pod), len(want.Requests))
-	for _, a := range ch.assigns {
+	for _, a := range ch.Assigns {
 		fmt.Fprintf(&b, "Container %q asks for %s (%s: %s); policy revision %s, rule %s, gives it %s on pool %s (%s, %s), %s. ",
-			a.req.Container, a.req, a.req.Dialect, strings.Join(a.req.Source, ", "), d.Revision, ruleOf(a.cand),
-			a.given(), ch.pool.Name, ch.pool.Model, ch.pool.Mode, a.why)
+			a.Req.Container, a.Req, a.Req.Dialect, strings.Join(a.Req.Source, ", "), d.Revision, ruleOf(a.Cand),
+			given(a), ch.Pool.Name, ch.Pool.Model, ch.Pool.Mode, a.Why)
 	}
-	if len(ch.skipped) > 0 {
-		fmt.Fprintf(&b, "Preferred pools were passed over: %s. ", strings.Join(ch.skipped, "; "))
+	if len(ch.Skipped) > 0 {
+		fmt.Fprintf(&b, "Preferred pools were passed over: %s. ", strings.Join(ch.Skipped, "; "))
 	}
-	fmt.Fprintf(&b, "The pod is pinned to the pool with nodeSelector %s", formatMap(ch.pool.NodeSelector))
-	if ch.pool.ExcludeNamed {
+	fmt.Fprintf(&b, "The pod is pinned to the pool with nodeSelector %s", decide.FormatSelector(ch.Pool.NodeSelector))
+	if ch.Pool.ExcludeNamed {
 		b.WriteString(" and a node affinity that keeps it off nodes of named pools")
 	}
-	if ts := ch.tolerations(d); len(ts) > 0 {
+	if ts := tolerations(ch, d); len(ts) > 0 {
 		fmt.Fprintf(&b, ", tolerates %s", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {
@@ -79,23 +80,40 @@ func classOf(want intent.Pod) string {
 	return want.Class
 }
 
-func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + m[k]
-	}
-	return strings.Join(parts, ",")
-}
-
 func formatTolerations(ts []corev1.Toleration) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
 		parts[i] = fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// given describes what the container receives: "nvidia.com/gpu=1 (MIG 1g.5gb, 4864 MiB)".
+func given(a decide.Assignment) string {
+	if a.ClaimMiB > 0 {
+		return fmt.Sprintf("a claim of %d MiB on one GPU (%s)", a.ClaimMiB, claim.ClassShare)
+	}
+	if a.Profile != "" {
+		return fmt.Sprintf("%s=%d (MIG %s, %d MiB)", a.Resource, a.Quantity, a.Profile, a.GivenMiB)
+	}
+	return fmt.Sprintf("%s=%d (%d MiB)", a.Resource, a.Quantity, a.GivenMiB)
+}
+
+// bestEffort is the explanation's note on how the pool was checked.
+func bestEffort(ch *decide.Choice) string {
+	if len(ch.Full) > 0 {
+		return fmt.Sprintf("No pool offered had room (%s), so the pod waits for room on pool %s, the first whose nodes could hold it; "+
+			"this is best effort: a pod's resources cannot change once it is created, and the scheduler decides where it runs.",
+			strings.Join(ch.Full, "; "), ch.Pool.Name)
+	}
+	if !ch.RoomChecked {
+		return "Pools were checked against their nodes' allocatable only, not against what pods already hold (no pod cache is wired, as in the offline CLI)."
+	}
+	if ch.Priced {
+		return "gpuadmit took, of the pools that looked free after the pods bound, nominated or admitted to them, the one of least price " +
+			"(the expected demand of pods that only some GPU models can serve, over its free GPU; ties keep the policy's order); this is best effort: " +
+			"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
+	}
+	return "gpuadmit took the first pool that looked free, after the pods bound, nominated or admitted to it; this is best effort: " +
+		"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
 }

@@ -216,13 +216,13 @@ func keepRecordedRevision(out, arrived *corev1.Pod) {
 	out.Annotations[record.AnnotationDecision] = have
 }
 
-// keepUnrecordedModels leaves AnnotationAcceptedModels off the recomputed
+// keepUnrecordedModels leaves record.AnnotationAcceptedModels off the recomputed
 // pod where the arriving pod has none: gpuadmit decided it before it wrote
 // that annotation. The annotation steers later picks only, never what the
 // pod gets, so a record without it is not a forgery; one that differs is.
 func keepUnrecordedModels(out, arrived *corev1.Pod) {
-	if _, ok := arrived.Annotations[AnnotationAcceptedModels]; !ok {
-		delete(out.Annotations, AnnotationAcceptedModels)
+	if _, ok := arrived.Annotations[record.AnnotationAcceptedModels]; !ok {
+		delete(out.Annotations, record.AnnotationAcceptedModels)
 	}
 }
 
