@@ -15,6 +15,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
@@ -114,7 +115,7 @@ type Result struct {
 	// not taken (a fallback); empty when the first preference was.
 	PassedOver []string
 
-	written *record.Written // what apply wrote, for the seal
+	written *record.Written // what the writer wrote, for the seal
 }
 
 // Mutate decides for one pod. A denial is a Result with Allowed false; an
@@ -131,7 +132,7 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	if record.HasOwnAnnotations(req.Pod) {
 		return m.again(ctx, req)
 	}
-	if msg := foreignClaimUse(req.Pod); msg != "" {
+	if msg := write.ForeignClaimUse(req.Pod); msg != "" {
 		return deny(req.Pod, msg), nil
 	}
 	out, err := m.decide(ctx, req)
@@ -240,12 +241,15 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 		return r, nil
 	}
 	ch.Skipped = append(gated, ch.Skipped...)
-	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
-	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
-	res, err := apply(pod, want, d, ch)
-	if err != nil || !res.Allowed {
-		return res, err
+	out, err := write.Apply(pod, want, d, ch)
+	if err != nil {
+		return Result{}, err
 	}
+	if out.Denied != "" {
+		return deny(pod, out.Denied), nil
+	}
+	res := resultOf(out, d.Revision)
+	res.PassedOver = ch.Skipped
 	return m.finish(ctx, req, res, want, d, ch.Assigns[0].Cand.SchedulerName, "pool "+ch.Pool.Name, func() { m.noteAdmitted(req, res.Pod, ch) })
 }
 
@@ -300,10 +304,14 @@ func (m *Mutator) alternatives(pod *corev1.Pod, want intent.Pod, d policy.Decisi
 // placeAlternatives applies the decision to a pod placed by alternatives:
 // no pool is chosen, so no free capacity is counted against one.
 func (m *Mutator) placeAlternatives(ctx context.Context, req Request, want intent.Pod, d policy.Decision, alt *decide.AltChoice) (Result, error) {
-	res, err := applyAlternatives(req.Pod, want, d, alt)
-	if err != nil || !res.Allowed {
-		return res, err
+	out, err := write.ApplyAlternatives(req.Pod, want, d, alt)
+	if err != nil {
+		return Result{}, err
 	}
+	if out.Denied != "" {
+		return deny(req.Pod, out.Denied), nil
+	}
+	res := resultOf(out, d.Revision)
 	res.PassedOver = alt.Left
 	where := "pools " + strings.Join(alt.PoolNames(), ", ")
 	return m.finish(ctx, req, res, want, d, alt.Owner, where, func() {})
@@ -324,7 +332,17 @@ func (m *Mutator) finish(ctx context.Context, req Request, res Result, want inte
 	record.SetMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
 	admitted()
-	return res, setScheduler(&res, d, owner, where)
+	note, warning, err := write.SetScheduler(res.Pod, d, owner, where)
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+	res.Explanation += note
+	return res, err
+}
+
+// resultOf is the Result of a pod the writer wrote.
+func resultOf(out write.Out, revision string) Result {
+	return Result{Allowed: true, Pod: out.Pod, Warnings: out.Warnings, Explanation: out.Explanation, Revision: revision, written: out.Written}
 }
 
 // seal seals an allowed result's record under the current key, at the

@@ -181,7 +181,7 @@ func (r recorded) PoolOwner(pool string) string {
 	if s, ok := r["*"]; ok {
 		return s
 	}
-	return defaultScheduler
+	return corev1.DefaultSchedulerName
 }
 
 // controlled gives p a controller, a ReplicaSet.

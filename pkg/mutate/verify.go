@@ -162,7 +162,7 @@ func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Resul
 // so deciding again yields the same selectors, tolerations and priority.
 func unmutate(pod *corev1.Pod, r record.Original) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
-	if err := restoreScheduler(out); err != nil {
+	if err := write.RestoreScheduler(out); err != nil {
 		return nil, err
 	}
 	for k := range out.Annotations {
@@ -170,7 +170,7 @@ func unmutate(pod *corev1.Pod, r record.Original) (*corev1.Pod, error) {
 			delete(out.Annotations, k)
 		}
 	}
-	removeClaims(out)
+	write.RemoveClaims(out)
 	found := 0
 	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
 		for i := range list {

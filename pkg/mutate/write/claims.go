@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"crypto/sha256"
@@ -75,9 +75,9 @@ func podClaimName(container string) string {
 	return claim.PodClaimPrefix + hex.EncodeToString(sum[:])[:16]
 }
 
-// foreignClaimUse names a pod resource claim that uses one of gpuadmit's
+// ForeignClaimUse names a pod resource claim that uses one of gpuadmit's
 // templates on a pod gpuadmit has not admitted, or returns "".
-func foreignClaimUse(pod *corev1.Pod) string {
+func ForeignClaimUse(pod *corev1.Pod) string {
 	for i, c := range pod.Spec.ResourceClaims {
 		if record.IsOwnClaim(c) {
 			return fmt.Sprintf("spec.resourceClaims[%d].resourceClaimTemplateName: %q is a template of gpuadmit's, "+
@@ -88,9 +88,9 @@ func foreignClaimUse(pod *corev1.Pod) string {
 	return ""
 }
 
-// removeClaims undoes addClaims: gpuadmit's pod claims, the containers'
+// RemoveClaims undoes addClaims: gpuadmit's pod claims, the containers'
 // references to them, and the label.
-func removeClaims(pod *corev1.Pod) {
+func RemoveClaims(pod *corev1.Pod) {
 	own := map[string]bool{}
 	pod.Spec.ResourceClaims = slices.DeleteFunc(pod.Spec.ResourceClaims, func(c corev1.PodResourceClaim) bool {
 		own[c.Name] = record.IsOwnClaim(c)

@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 // AnnotationScheduler records what gpuadmit changed about a pod's scheduler:
 // the spec.schedulerName it arrived with and the annotations of that
 // scheduler it removed, so that the pod as its author wrote it can be
-// rebuilt when it comes back (unmutate).
+// rebuilt when it comes back (RestoreScheduler).
 const AnnotationScheduler = "gpuadmit.io/scheduler"
 
 // defaultScheduler is the name the API server writes into every pod that names no scheduler.
@@ -26,21 +26,22 @@ type schedulerRecord struct {
 	Annotations   map[string]string `json:"annotations,omitempty"`
 }
 
-// setScheduler gives the admitted pod owner, the scheduler that owns its
+// SetScheduler gives the admitted pod owner, the scheduler that owns its
 // pool (or, for a pod placed by alternatives, all of its pools; where names
 // them): a pod taken over from a foreign scheduler (d.MigrateFrom) always,
 // losing the annotations only that scheduler reads; a pod that names no
 // scheduler only where the owner is not the default one. A pod that keeps
-// its own scheduler was only offered pools that scheduler may use.
-func setScheduler(res *Result, d policy.Decision, owner, where string) error {
-	pod := res.Pod
+// its own scheduler was only offered pools that scheduler may use. It
+// returns what the explanation adds, and, for a pod taken over, the
+// warning that says so.
+func SetScheduler(pod *corev1.Pod, d policy.Decision, owner, where string) (note, warning string, err error) {
 	if owner == "" {
 		owner = defaultScheduler
 	}
 	asked := pod.Spec.SchedulerName
 	unset := asked == "" || asked == defaultScheduler
 	if d.MigrateFrom == "" && (!unset || owner == defaultScheduler) {
-		return nil
+		return "", "", nil
 	}
 	rec := schedulerRecord{SchedulerName: asked}
 	removed := intent.SchedulerAnnotations(d.MigrateFrom, pod.Annotations)
@@ -53,7 +54,7 @@ func setScheduler(res *Result, d policy.Decision, owner, where string) error {
 	}
 	raw, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", AnnotationScheduler, err)
+		return "", "", fmt.Errorf("encode %s: %w", AnnotationScheduler, err)
 	}
 	pod.Annotations[AnnotationScheduler] = string(raw)
 	pod.Spec.SchedulerName = owner
@@ -62,21 +63,18 @@ func setScheduler(res *Result, d policy.Decision, owner, where string) error {
 		if strings.HasPrefix(where, "pools ") {
 			verb = "are"
 		}
-		res.Explanation += fmt.Sprintf(" %s %s scheduled by %s, which the pod now names in spec.schedulerName.", capitalized(where), verb, owner)
-		return nil
+		return fmt.Sprintf(" %s %s scheduled by %s, which the pod now names in spec.schedulerName.", capitalized(where), verb, owner), "", nil
 	}
 	msg := fmt.Sprintf("spec.schedulerName %q is replaced by %q, which schedules %s", asked, owner, where)
 	if len(removed) > 0 {
 		msg += fmt.Sprintf("; the annotations only %s reads, read into the request first, are removed: %s", d.MigrateFrom, strings.Join(removed, ", "))
 	}
-	res.Warnings = append(res.Warnings, msg)
-	res.Explanation += " " + msg + "."
-	return nil
+	return " " + msg + ".", msg, nil
 }
 
-// restoreScheduler undoes setScheduler on a pod that comes back, from its
+// RestoreScheduler undoes SetScheduler on a pod that comes back, from its
 // AnnotationScheduler record.
-func restoreScheduler(pod *corev1.Pod) error {
+func RestoreScheduler(pod *corev1.Pod) error {
 	raw, ok := pod.Annotations[AnnotationScheduler]
 	if !ok {
 		return nil

@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"fmt"
@@ -17,11 +17,11 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
-// applyAlternatives writes a pod placed by alternatives into a copy of pod:
+// ApplyAlternatives writes a pod placed by alternatives into a copy of pod:
 // each GPU container's claim from its alternatives template and its
 // accounting request, the tolerations of every pool it may use, and the
 // policy's selectors, priority, labels and annotations; no pool's nodeSelector.
-func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.AltChoice) (Result, error) {
+func ApplyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.AltChoice) (Out, error) {
 	out := pod.DeepCopy()
 	rec := record.Original{}
 	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName,
@@ -43,7 +43,7 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 	record.SetMeta(&out.Labels, map[string]string{claim.LabelShare: "true"})
 	w.AddClaims(out)
 	if msg := addSelectors(out, nil, d.NodeSelector); msg != "" {
-		return deny(pod, msg), nil
+		return Out{Denied: msg}, nil
 	}
 	w.NodeSelector = merged(nil, d.NodeSelector)
 	w.Tolerations = addTolerations(out, altTolerations(ch, d))
@@ -52,21 +52,14 @@ func applyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *
 	record.SetMeta(&out.Annotations, d.Annotations)
 	raw, err := rec.Encode()
 	if err != nil {
-		return Result{}, err
+		return Out{}, err
 	}
 	record.SetMeta(&out.Annotations, map[string]string{
 		record.AnnotationDecision:    altDecisionText(ch, d.Revision),
 		record.AnnotationRequest:     raw,
 		claim.AnnotationAlternatives: claim.EncodeAlternatives(templates),
 	})
-	return Result{
-		Allowed:     true,
-		Pod:         out,
-		Warnings:    d.Warnings,
-		Explanation: explainAlternatives(pod, want, d, ch),
-		Revision:    d.Revision,
-		written:     w,
-	}, nil
+	return Out{Pod: out, Written: w, Warnings: d.Warnings, Explanation: explainAlternatives(pod, want, d, ch)}, nil
 }
 
 // altPoolsMark precedes the pools in the decision record of a pod placed by
@@ -82,7 +75,7 @@ func altDecisionText(ch *decide.AltChoice, revision string) string {
 	for _, c := range ch.Containers {
 		parts = append(parts, fmt.Sprintf("%s: %s -> the first available of %s (charged %d MiB)", c.Req.Container, c.Req, listed(c), c.ChargeMiB()))
 	}
-	return strings.Join(parts, "; ") + altPoolsMark + strings.Join(ch.PoolNames(), ", ") + revisionMark + revision
+	return strings.Join(parts, "; ") + altPoolsMark + strings.Join(ch.PoolNames(), ", ") + poolowner.RevisionMark + revision
 }
 
 // listed is the container's alternatives in order: "1) … [rule], 2) … [rule]".
@@ -144,7 +137,7 @@ func explainAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch
 		fmt.Fprintf(&b, "It tolerates %s. ", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {
-		fmt.Fprintf(&b, "It runs as PriorityClass %s (class %s). ", d.PriorityClassName, classOf(want))
+		fmt.Fprintf(&b, "It runs as PriorityClass %s (class %s). ", d.PriorityClassName, ClassOf(want))
 	}
 	b.WriteString("A per-model quota counts only pods placed on one pool, so for this pod it is approximate: an alternative was dropped only where the model's quota had no room at admission.")
 	for _, w := range d.Warnings {

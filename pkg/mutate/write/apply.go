@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"fmt"
@@ -10,12 +10,32 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
-	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
-// apply writes the decision into a copy of the pod.
-func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choice) (Result, error) {
+// Out is a pod as gpuadmit writes it, or why the decision cannot be
+// written into it.
+type Out struct {
+	// Denied, when set, says why the decision cannot be written into the
+	// pod (a policy nodeSelector that contradicts the pod's own or the
+	// pool's); the rest is then empty.
+	Denied string
+	// Pod is the pod as gpuadmit admits it.
+	Pod *corev1.Pod
+	// Written is every value written into Pod, for the seal.
+	Written *record.Written
+	// Warnings are the policy's and the writer's, for the client.
+	Warnings []string
+	// Explanation is a paragraph a person can follow: what was asked, what
+	// was given and why, and how the pool was checked.
+	Explanation string
+}
+
+// Apply writes the decision into a copy of the pod, with the warnings of
+// what it gives (several MIG slices, time-sliced replicas).
+func Apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choice) (Out, error) {
+	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
+	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
 	out := pod.DeepCopy()
 	rec := record.Original{}
 	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.Pool.ExcludeNamed,
@@ -30,11 +50,11 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choic
 	addClaims(out, ch.Assigns)
 	w.AddClaims(out)
 	if msg := addSelectors(out, ch.Pool.NodeSelector, d.NodeSelector); msg != "" {
-		return deny(pod, msg), nil
+		return Out{Denied: msg}, nil
 	}
 	w.NodeSelector = merged(ch.Pool.NodeSelector, d.NodeSelector)
 	if ch.Pool.ExcludeNamed {
-		write.ExcludeNamedPools(out)
+		ExcludeNamedPools(out)
 	}
 	w.Tolerations = addTolerations(out, tolerations(ch, d))
 	setPriority(out, d.PriorityClassName)
@@ -42,22 +62,14 @@ func apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choic
 	record.SetMeta(&out.Annotations, d.Annotations)
 	raw, err := rec.Encode()
 	if err != nil {
-		return Result{}, err
+		return Out{}, err
 	}
 	record.SetMeta(&out.Annotations, map[string]string{
 		record.AnnotationDecision:       decisionText(ch, d.Revision),
 		record.AnnotationRequest:        raw,
 		record.AnnotationAcceptedModels: ch.Accepted,
 	})
-	return Result{
-		Allowed:     true,
-		Pod:         out,
-		Warnings:    d.Warnings,
-		Explanation: explain(pod, want, d, ch),
-		Revision:    d.Revision,
-		PassedOver:  ch.Skipped,
-		written:     w,
-	}, nil
+	return Out{Pod: out, Written: w, Warnings: d.Warnings, Explanation: explain(pod, want, d, ch)}, nil
 }
 
 // setResources replaces every GPU and accounting key of the container with
@@ -121,7 +133,7 @@ func addTolerations(pod *corev1.Pod, ts []corev1.Toleration) []corev1.Toleration
 // setPriority sets the PriorityClass. The API server's Priority plugin ran
 // before the webhook and filled spec.priority (and preemptionPolicy) from the
 // old class; they are cleared, so that the plugin would not reject the
-// mismatch, and Mutator.resolvePriority fills them from the new class.
+// mismatch, and the handler fills them from the new class.
 func setPriority(pod *corev1.Pod, name string) {
 	if name == "" || pod.Spec.PriorityClassName == name {
 		return

@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // decisionText is the short record in gpuadmit.io/decision, one clause per
@@ -21,7 +22,7 @@ func decisionText(ch *decide.Choice, revision string) string {
 		parts = append(parts, fmt.Sprintf("%s: %s -> %s [%s]", a.Req.Container, a.Req, given(a), ruleOf(a.Cand)))
 	}
 	parts = append(parts, "pool "+ch.Pool.Name)
-	return strings.Join(parts, "; ") + revisionMark + revision
+	return strings.Join(parts, "; ") + poolowner.RevisionMark + revision
 }
 
 func ruleOf(c policy.Candidate) string {
@@ -52,7 +53,7 @@ func explain(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Cho
 		fmt.Fprintf(&b, ", tolerates %s", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {
-		fmt.Fprintf(&b, ", and runs as PriorityClass %s (class %s)", d.PriorityClassName, classOf(want))
+		fmt.Fprintf(&b, ", and runs as PriorityClass %s (class %s)", d.PriorityClassName, ClassOf(want))
 	}
 	b.WriteString(". ")
 	b.WriteString(bestEffort(ch))
@@ -73,7 +74,8 @@ func podName(pod *corev1.Pod) string {
 	return name
 }
 
-func classOf(want intent.Pod) string {
+// ClassOf is the pod's workload class as an explanation names it.
+func ClassOf(want intent.Pod) string {
 	if want.Class == "" {
 		return "from the namespace"
 	}
