@@ -139,6 +139,21 @@ func (ch *AltChoice) PoolNames() []string {
 	return names
 }
 
+// Candidates are every alternative's candidate, container by container,
+// then those that repeat one (Also): the pod may land on any of their pools.
+func (ch *AltChoice) Candidates() []policy.Candidate {
+	var out []policy.Candidate
+	for _, c := range ch.Containers {
+		for _, o := range c.Opts {
+			out = append(out, o.Assignment.Cand)
+		}
+	}
+	for _, o := range ch.Also {
+		out = append(out, o.Assignment.Cand)
+	}
+	return out
+}
+
 // ChooseAlternatives returns the pod's alternatives, or nil where it is
 // placed on one pool as before (see the rules above).
 func ChooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, quota *corev1.ResourceQuota) *AltChoice {

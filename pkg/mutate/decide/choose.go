@@ -40,6 +40,15 @@ type Choice struct {
 	Accepted string
 }
 
+// Candidates are the candidates taken, one per GPU container, in order.
+func (ch *Choice) Candidates() []policy.Candidate {
+	out := make([]policy.Candidate, len(ch.Assigns))
+	for i, a := range ch.Assigns {
+		out[i] = a.Cand
+	}
+	return out
+}
+
 // Choose is choose over the room r says: the free capacity it checks, the
 // pricer of the pick, and, for a pod decided again, its recorded pool. The
 // choice carries the models of every pool the candidates name (Accepted).

@@ -2,7 +2,6 @@ package write
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,60 +21,39 @@ import (
 // accounting request, the tolerations of every pool it may use, and the
 // policy's selectors, priority, labels and annotations; no pool's nodeSelector.
 func ApplyAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.AltChoice) (Out, error) {
-	out := pod.DeepCopy()
-	rec := record.Original{}
-	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName,
-		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
+	f := newDraft(pod, d)
 	templates := map[string][]claim.Alternative{}
 	for _, c := range ch.Containers {
-		ct := decide.ContainerOf(out, c.Req)
-		rec[ct.Name] = record.OriginalGPU(ct)
-		res := c.Resources()
-		setResources(ct, res)
-		w.SetResources(ct.Name, res)
+		ct := f.setResources(c.Req, c.Resources())
 		alts := c.Alternatives()
 		tmpl := claim.AlternativesTemplateName(alts)
 		templates[tmpl] = alts
 		name := podClaimName(c.Req.Container)
 		ct.Resources.Claims = append(ct.Resources.Claims, corev1.ResourceClaim{Name: name})
-		out.Spec.ResourceClaims = append(out.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: ptr.To(tmpl)})
+		f.pod.Spec.ResourceClaims = append(f.pod.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: ptr.To(tmpl)})
 	}
-	record.SetMeta(&out.Labels, map[string]string{claim.LabelShare: "true"})
-	w.AddClaims(out)
-	if msg := addSelectors(out, nil, d.NodeSelector); msg != "" {
-		return Out{Denied: msg}, nil
-	}
-	w.NodeSelector = merged(nil, d.NodeSelector)
-	w.Tolerations = addTolerations(out, altTolerations(ch, d))
-	setPriority(out, d.PriorityClassName)
-	record.SetMeta(&out.Labels, d.Labels)
-	record.SetMeta(&out.Annotations, d.Annotations)
-	raw, err := rec.Encode()
-	if err != nil {
-		return Out{}, err
-	}
-	record.SetMeta(&out.Annotations, map[string]string{
-		record.AnnotationDecision:    altDecisionText(ch, d.Revision),
-		record.AnnotationRequest:     raw,
+	record.SetMeta(&f.pod.Labels, map[string]string{claim.LabelShare: "true"})
+	// The pools follow poolowner.AltPoolsMark, not PoolMark, so
+	// poolowner.PoolOf names no pool for such a pod (it is pinned to none);
+	// poolowner.PoolsOf names them all.
+	own := map[string]string{
+		record.AnnotationDecision:    decisionText(altClauses(ch), poolowner.AltPoolsMark, ch.PoolNames(), d.Revision),
 		claim.AnnotationAlternatives: claim.EncodeAlternatives(templates),
-	})
-	return Out{Pod: out, Written: w, Warnings: d.Warnings, Explanation: explainAlternatives(pod, want, d, ch)}, nil
+	}
+	if msg, err := f.finish(d, nil, ch.Candidates(), own); msg != "" || err != nil {
+		return Out{Denied: msg}, err
+	}
+	return Out{Pod: f.pod, Written: f.w, Warnings: d.Warnings, Explanation: explainAlternatives(pod, want, d, ch)}, nil
 }
 
-// altPoolsMark precedes the pools in the decision record of a pod placed by
-// alternatives. It is not poolowner.PoolMark ("; pool "), so poolowner.PoolOf names no
-// pool for such a pod (it is pinned to none); poolowner.PoolsOf names them all.
-const altPoolsMark = poolowner.AltPoolsMark
-
-// altDecisionText is gpuadmit.io/decision for a pod placed by alternatives:
-// per GPU container, every alternative in order, then the pools and the
-// revision. It is deterministic, as decisionText of one pool is.
-func altDecisionText(ch *decide.AltChoice, revision string) string {
+// altClauses are the decision record's clauses of a pod placed by
+// alternatives: per GPU container, every alternative in order, and its charge.
+func altClauses(ch *decide.AltChoice) []string {
 	parts := make([]string, 0, len(ch.Containers))
 	for _, c := range ch.Containers {
 		parts = append(parts, fmt.Sprintf("%s: %s -> the first available of %s (charged %d MiB)", c.Req.Container, c.Req, listed(c), c.ChargeMiB()))
 	}
-	return strings.Join(parts, "; ") + altPoolsMark + strings.Join(ch.PoolNames(), ", ") + poolowner.RevisionMark + revision
+	return parts
 }
 
 // listed is the container's alternatives in order: "1) … [rule], 2) … [rule]".
@@ -100,21 +78,6 @@ func describe(o decide.AltOption) string {
 	return fmt.Sprintf("%d whole %s GPU(s) (%d MiB) on pool %s", alt.Count, alt.Model, o.Assignment.GivenMiB, o.Pool.Name)
 }
 
-// altTolerations are those of every alternative's candidate (repeated ones
-// too: the pod may land on their pools), then the policy's own.
-func altTolerations(ch *decide.AltChoice, d policy.Decision) []corev1.Toleration {
-	var ts []corev1.Toleration
-	for _, c := range ch.Containers {
-		for _, o := range c.Opts {
-			ts = append(ts, o.Assignment.Cand.Tolerations...)
-		}
-	}
-	for _, o := range ch.Also {
-		ts = append(ts, o.Assignment.Cand.Tolerations...)
-	}
-	return append(ts, d.Tolerations...)
-}
-
 // explainAlternatives is the paragraph of a pod placed by alternatives: what was asked,
 // what each container accepts in order and why, what was left out, who
 // chooses among them, and what quotas charge.
@@ -133,7 +96,7 @@ func explainAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch
 	fmt.Fprintf(&b, "The pod is pinned to no pool: on DRA pools %s the scheduler (%s) picks the node, and the allocator takes there the first alternative that fits, "+
 		"on exact free capacity; the stock scheduler prefers nodes where an earlier alternative fits, a preference other scores can outweigh. ",
 		strings.Join(ch.PoolNames(), ", "), decide.SchedulerOrDefault(ch.Owner))
-	if ts := altTolerations(ch, d); len(ts) > 0 {
+	if ts := tolerations(ch.Candidates(), d); len(ts) > 0 {
 		fmt.Fprintf(&b, "It tolerates %s. ", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // Out is a pod as gpuadmit writes it, or why the decision cannot be
@@ -36,40 +37,71 @@ type Out struct {
 func Apply(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Choice) (Out, error) {
 	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
 	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
-	out := pod.DeepCopy()
-	rec := record.Original{}
-	w := &record.Written{Revision: d.Revision, Priority: d.PriorityClassName, NotInNamed: ch.Pool.ExcludeNamed,
-		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}
+	f := newDraft(pod, d)
+	f.w.NotInNamed = ch.Pool.ExcludeNamed
 	for _, a := range ch.Assigns {
-		c := decide.ContainerOf(out, a.Req)
-		rec[c.Name] = record.OriginalGPU(c)
-		res := a.Resources(ch.Pool)
-		setResources(c, res)
-		w.SetResources(c.Name, res)
+		f.setResources(a.Req, a.Resources(ch.Pool))
 	}
-	addClaims(out, ch.Assigns)
-	w.AddClaims(out)
-	if msg := addSelectors(out, ch.Pool.NodeSelector, d.NodeSelector); msg != "" {
-		return Out{Denied: msg}, nil
-	}
-	w.NodeSelector = merged(ch.Pool.NodeSelector, d.NodeSelector)
+	addClaims(f.pod, ch.Assigns)
 	if ch.Pool.ExcludeNamed {
-		ExcludeNamedPools(out)
+		ExcludeNamedPools(f.pod)
 	}
-	w.Tolerations = addTolerations(out, tolerations(ch, d))
-	setPriority(out, d.PriorityClassName)
-	record.SetMeta(&out.Labels, d.Labels)
-	record.SetMeta(&out.Annotations, d.Annotations)
-	raw, err := rec.Encode()
-	if err != nil {
-		return Out{}, err
-	}
-	record.SetMeta(&out.Annotations, map[string]string{
-		record.AnnotationDecision:       decisionText(ch, d.Revision),
-		record.AnnotationRequest:        raw,
+	own := map[string]string{
+		record.AnnotationDecision:       decisionText(clauses(ch), poolowner.PoolMark, []string{ch.Pool.Name}, d.Revision),
 		record.AnnotationAcceptedModels: ch.Accepted,
-	})
-	return Out{Pod: out, Written: w, Warnings: d.Warnings, Explanation: explain(pod, want, d, ch)}, nil
+	}
+	if msg, err := f.finish(d, ch.Pool.NodeSelector, ch.Candidates(), own); msg != "" || err != nil {
+		return Out{Denied: msg}, err
+	}
+	return Out{Pod: f.pod, Written: f.w, Warnings: d.Warnings, Explanation: explain(pod, want, d, ch)}, nil
+}
+
+// draft is a pod being written: the copy, the GPU request its author
+// wrote (record.Original), and every value written (record.Written).
+type draft struct {
+	pod *corev1.Pod
+	rec record.Original
+	w   *record.Written
+}
+
+// newDraft starts writing d into a copy of pod.
+func newDraft(pod *corev1.Pod, d policy.Decision) *draft {
+	return &draft{pod: pod.DeepCopy(), rec: record.Original{}, w: &record.Written{Revision: d.Revision, Priority: d.PriorityClassName,
+		Labels: maps.Clone(d.Labels), Annotations: userMeta(d.Annotations)}}
+}
+
+// setResources gives the container req was read from res, once its
+// author's GPU request is recorded, and returns the container.
+func (f *draft) setResources(req intent.Request, res corev1.ResourceList) *corev1.Container {
+	c := decide.ContainerOf(f.pod, req)
+	f.rec[c.Name] = record.OriginalGPU(c)
+	setResources(c, res)
+	f.w.SetResources(c.Name, res)
+	return c
+}
+
+// finish writes what every placement writes once the containers have
+// their resources and claims: the pool's and the policy's nodeSelector, the
+// tolerations of cands then the policy's, the PriorityClass, the policy's
+// labels and annotations, and gpuadmit's record (own, with the author's
+// request). It returns why the selectors cannot be written, or "".
+func (f *draft) finish(d policy.Decision, poolSel map[string]string, cands []policy.Candidate, own map[string]string) (string, error) {
+	f.w.AddClaims(f.pod)
+	if msg := addSelectors(f.pod, poolSel, d.NodeSelector); msg != "" {
+		return msg, nil
+	}
+	f.w.NodeSelector = merged(poolSel, d.NodeSelector)
+	f.w.Tolerations = addTolerations(f.pod, tolerations(cands, d))
+	setPriority(f.pod, d.PriorityClassName)
+	record.SetMeta(&f.pod.Labels, d.Labels)
+	record.SetMeta(&f.pod.Annotations, d.Annotations)
+	raw, err := f.rec.Encode()
+	if err != nil {
+		return "", err
+	}
+	own[record.AnnotationRequest] = raw
+	record.SetMeta(&f.pod.Annotations, own)
+	return "", nil
 }
 
 // setResources replaces every GPU and accounting key of the container with
@@ -106,10 +138,10 @@ func addSelectors(pod *corev1.Pod, pool, policySel map[string]string) string {
 }
 
 // tolerations are those of the taken candidates, then the policy's own.
-func tolerations(ch *decide.Choice, d policy.Decision) []corev1.Toleration {
+func tolerations(cands []policy.Candidate, d policy.Decision) []corev1.Toleration {
 	var ts []corev1.Toleration
-	for _, a := range ch.Assigns {
-		ts = append(ts, a.Cand.Tolerations...)
+	for _, c := range cands {
+		ts = append(ts, c.Tolerations...)
 	}
 	return append(ts, d.Tolerations...)
 }

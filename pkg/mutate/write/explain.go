@@ -13,16 +13,23 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
-// decisionText is the short record in gpuadmit.io/decision, one clause per
-// GPU container, then the pool and the revision. It is deterministic: the
-// same pod, inventory and revision give the same text.
-func decisionText(ch *decide.Choice, revision string) string {
-	parts := make([]string, 0, len(ch.Assigns)+2)
+// decisionText is the short record in gpuadmit.io/decision: one clause per
+// GPU container, then mark and the pools (poolowner.PoolMark and the pool,
+// or poolowner.AltPoolsMark and the pools of a pod placed by alternatives),
+// then the revision. It is deterministic: the same pod, inventory and
+// revision give the same text.
+func decisionText(parts []string, mark string, pools []string, revision string) string {
+	return strings.Join(parts, "; ") + mark + strings.Join(pools, ", ") + poolowner.RevisionMark + revision
+}
+
+// clauses are the decision record's clauses of a pod placed on one pool:
+// per GPU container, what it asked, what it was given and by which rule.
+func clauses(ch *decide.Choice) []string {
+	parts := make([]string, 0, len(ch.Assigns))
 	for _, a := range ch.Assigns {
 		parts = append(parts, fmt.Sprintf("%s: %s -> %s [%s]", a.Req.Container, a.Req, given(a), ruleOf(a.Cand)))
 	}
-	parts = append(parts, "pool "+ch.Pool.Name)
-	return strings.Join(parts, "; ") + poolowner.RevisionMark + revision
+	return parts
 }
 
 func ruleOf(c policy.Candidate) string {
@@ -49,7 +56,7 @@ func explain(pod *corev1.Pod, want intent.Pod, d policy.Decision, ch *decide.Cho
 	if ch.Pool.ExcludeNamed {
 		b.WriteString(" and a node affinity that keeps it off nodes of named pools")
 	}
-	if ts := tolerations(ch, d); len(ts) > 0 {
+	if ts := tolerations(ch.Candidates(), d); len(ts) > 0 {
 		fmt.Fprintf(&b, ", tolerates %s", formatTolerations(ts))
 	}
 	if d.PriorityClassName != "" {
