@@ -17,6 +17,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
@@ -244,12 +245,12 @@ func TestAlternativesOfOneScheduler(t *testing.T) {
 		t.Errorf("left out %q, want the whole A100 of another scheduler", res.PassedOver)
 	}
 
-	mig.SchedulerName, share.SchedulerName = GPUAdmitScheduler, GPUAdmitScheduler
+	mig.SchedulerName, share.SchedulerName = decide.GPUAdmitScheduler, decide.GPUAdmitScheduler
 	owned := p.DeepCopy()
 	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "j", UID: "u", Controller: ptr.To(true)}}
 	res = mustMutate(t, NewMutator(sameCandidates{mig, share}, inv, MutatorOptions{}), owned)
-	if pools := PoolsOf(res.Pod); !cmp.Equal(pools, []string{"h100", "a100"}) || res.Pod.Spec.SchedulerName != GPUAdmitScheduler {
-		t.Errorf("pools %q, scheduler %q; want h100 and a100, under %s", pools, res.Pod.Spec.SchedulerName, GPUAdmitScheduler)
+	if pools := PoolsOf(res.Pod); !cmp.Equal(pools, []string{"h100", "a100"}) || res.Pod.Spec.SchedulerName != decide.GPUAdmitScheduler {
+		t.Errorf("pools %q, scheduler %q; want h100 and a100, under %s", pools, res.Pod.Spec.SchedulerName, decide.GPUAdmitScheduler)
 	}
 }
 

@@ -29,20 +29,11 @@ func gpuChanged(a, b *corev1.Pod) bool {
 	for _, pair := range [][2][]corev1.Container{{a.Spec.InitContainers, b.Spec.InitContainers}, {a.Spec.Containers, b.Spec.Containers}} {
 		for i := range min(len(pair[0]), len(pair[1])) {
 			wrote, got := record.OriginalGPU(&pair[0][i]), record.OriginalGPU(&pair[1][i])
-			if !kept(wrote.Limits, got.Limits) || !kept(wrote.Requests, got.Requests) {
+			if len(record.MissingEntries("limits", got.Limits, wrote.Limits)) > 0 ||
+				len(record.MissingEntries("requests", got.Requests, wrote.Requests)) > 0 {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// kept: every entry of wrote is in got, with the same value.
-func kept(wrote, got map[string]string) bool {
-	for k, v := range wrote {
-		if g, ok := got[k]; !ok || g != v {
-			return false
-		}
-	}
-	return true
 }

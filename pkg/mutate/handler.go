@@ -186,7 +186,7 @@ func asked(pod *corev1.Pod) map[string]map[string]string {
 		}
 		out[key] = m
 	}
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+	for _, c := range record.AllContainers(pod) {
 		add(c.Name, record.OriginalGPU(&c).Limits)
 	}
 	kai := map[string]string{}

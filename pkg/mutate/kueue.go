@@ -145,10 +145,7 @@ func kueueUncounted(arrived *corev1.Pod, decided *corev1.Pod) string {
 		return ""
 	}
 	var parts []string
-	all := func(p *corev1.Pod) []corev1.Container {
-		return append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...)
-	}
-	before, after := all(arrived), all(decided)
+	before, after := record.AllContainers(arrived), record.AllContainers(decided)
 	for i := range before {
 		if i >= len(after) {
 			break

@@ -7,6 +7,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -35,5 +36,5 @@ func (m *Mutator) missingPriorityClass(ctx context.Context, d policy.Decision, w
 	return fmt.Sprintf("policy revision %s gives this pod (class %s) PriorityClass %q, which does not exist in the cluster: "+
 		"create it (kubectl create priorityclass %s --value=<priority>), or map the class to one that exists "+
 		"(the namespace label gpuadmit.io/priority.<class>=<PriorityClass>, or the policy's priority classes)",
-		d.Revision, classOf(want), name, name)
+		d.Revision, write.ClassOf(want), name, name)
 }

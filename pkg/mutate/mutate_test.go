@@ -12,6 +12,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 func migNode(name, product string, alloc map[string]int64) corev1.Node {
@@ -214,7 +215,7 @@ func TestForgedRecordsAreDenied(t *testing.T) {
 		}, "/spec/containers/0/resources"},
 		"an edited decision text": {func() *corev1.Pod {
 			p := genuine.DeepCopy()
-			p.Annotations[record.AnnotationDecision] = "a: approved by ops" + revisionMark + "x"
+			p.Annotations[record.AnnotationDecision] = "a: approved by ops" + poolowner.RevisionMark + "x"
 			return p
 		}, "/metadata/annotations/gpuadmit.io~1decision"},
 		"a record naming another container": {func() *corev1.Pod {

@@ -15,18 +15,29 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
+	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
 
 // SchedulerSource lists the second schedulers running now
 // (gpuadmit-scheduler), and which pools gpuadmit-scheduler may own.
 type SchedulerSource interface {
 	Live() []string
-	// PoolOwner is the pool's state in gpuadmit's record of
-	// gpuadmit-scheduler's pools: GPUAdmitScheduler, "default-scheduler"
-	// or PoolReleasing.
-	PoolOwner(pool string) string
+	decide.PoolOwners
 }
+
+// LabelManaged marks every pod gpuadmit places on a GPU pool, so that a
+// replica's pod cache (free capacity, share claim templates) holds those
+// pods and no others.
+const LabelManaged = "gpuadmit.io/managed"
+
+// PoolOf is the pool gpuadmit's record on pod names, or "" when it has none.
+func PoolOf(pod *corev1.Pod) string { return poolowner.PoolOf(pod) }
+
+// PoolsOf is every pool gpuadmit's record lets pod wait on: PoolOf's, or
+// the pools of its DRA alternatives; none when it has no record.
+func PoolsOf(pod *corev1.Pod) []string { return poolowner.PoolsOf(pod) }
 
 // InventorySource returns the cluster's GPU pools as they are now.
 type InventorySource interface {
@@ -104,7 +115,7 @@ type Result struct {
 	// not taken (a fallback); empty when the first preference was.
 	PassedOver []string
 
-	written *record.Written // what apply wrote, for the seal
+	written *record.Written // what the writer wrote, for the seal
 }
 
 // Mutate decides for one pod. A denial is a Result with Allowed false; an
@@ -121,7 +132,7 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 	if record.HasOwnAnnotations(req.Pod) {
 		return m.again(ctx, req)
 	}
-	if msg := foreignClaimUse(req.Pod); msg != "" {
+	if msg := write.ForeignClaimUse(req.Pod); msg != "" {
 		return deny(req.Pod, msg), nil
 	}
 	out, err := m.decide(ctx, req)
@@ -143,7 +154,7 @@ func (m *Mutator) Mutate(ctx context.Context, req Request) (Result, error) {
 // the label is not added (the upgrade notes say how to label such pods).
 func (m *Mutator) again(ctx context.Context, req Request) (Result, error) {
 	arrived := req.Pod
-	req.recordedPool = PoolOf(arrived)
+	req.recordedPool = poolowner.PoolOf(arrived)
 	if arrived.Labels[LabelManaged] != "true" {
 		req.Pod = arrived.DeepCopy()
 		record.SetMeta(&req.Pod.Labels, map[string]string{LabelManaged: "true"})
@@ -215,51 +226,95 @@ func (m *Mutator) place(ctx context.Context, req Request, want intent.Pod, d pol
 	if err := checkPlacementNames(want, d); err != nil {
 		return Result{}, err
 	}
-	d, gated := m.gateSchedulers(pod, d, req.Template)
+	d, gated := decide.GateSchedulers(pod, d, req.Template, m.opts.Schedulers)
 	if alt := m.alternatives(pod, want, d, inv, req.Quota); alt != nil {
-		alt.left = append(gated, alt.left...)
+		alt.Left = append(gated, alt.Left...)
 		return m.placeAlternatives(ctx, req, want, d, alt)
 	}
-	order := poolOrder(want, d)
-	ch, reasons := choose(pod, want, d, inv, m.room(ctx, req), m.pricer(ctx, req, order, inv))
+	ch, reasons := decide.Choose(ctx, pod, want, d, inv, m.room(req))
 	if ch == nil {
 		reasons = append(gated, reasons...)
-		r := deny(pod, noPoolMessage(want, reasons, inv))
+		r := deny(pod, decide.NoPoolMessage(want, reasons, inv))
 		if len(d.Warnings) > 0 {
 			r.Warnings = d.Warnings
 		}
 		return r, nil
 	}
-	ch.skipped = append(gated, ch.skipped...)
-	ch.accepted = acceptedModels(order, inv)
-	d.Warnings = append(d.Warnings, severalSlicesWarnings(ch)...)
-	d.Warnings = append(d.Warnings, timeSlicedWarnings(ch)...)
-	res, err := apply(pod, want, d, ch)
-	if err != nil || !res.Allowed {
-		return res, err
+	ch.Skipped = append(gated, ch.Skipped...)
+	out, err := write.Apply(pod, want, d, ch)
+	if err != nil {
+		return Result{}, err
 	}
-	return m.finish(ctx, req, res, want, d, ch.assigns[0].cand.SchedulerName, "pool "+ch.pool.Name, func() { m.noteAdmitted(req, res.Pod, ch) })
+	if out.Denied != "" {
+		return deny(pod, out.Denied), nil
+	}
+	res := resultOf(out, d.Revision)
+	res.PassedOver = ch.Skipped
+	return m.finish(ctx, req, res, want, d, ch.Assigns[0].Cand.SchedulerName, "pool "+ch.Pool.Name, func() { m.noteAdmitted(req, res.Pod, ch) })
 }
 
-// alternatives is chooseAlternatives, or nil where the webhook is told to
+// room is what the choice of one pool reads beyond allocatable: the
+// Capacity and Demand wired, and, on a re-decision of a pod gpuadmit
+// already admitted, the pool its record names.
+func (m *Mutator) room(req Request) decide.Room {
+	return decide.Room{Capacity: m.opts.Capacity, Demand: m.opts.Demand, Recorded: req.recordedPool}
+}
+
+// noteAdmitted tells the Capacity what a freshly admitted pod will take.
+// Dry runs and re-decisions of pods already admitted take nothing, and
+// neither does a pod its namespace's gpuadmit ResourceQuota will refuse:
+// the API server runs ResourceQuota after the webhook, so that pod never
+// comes. Pods placed by DRA alternatives never get here (placeAlternatives):
+// the scheduler counts their devices exactly, on no guess of the webhook's.
+func (m *Mutator) noteAdmitted(req Request, pod *corev1.Pod, ch *decide.Choice) {
+	if m.opts.Capacity == nil || req.DryRun || req.Template || req.recordedPool != "" {
+		return
+	}
+	if quotaRefuses(req.Quota, ch.Demand) != "" {
+		return
+	}
+	m.opts.Capacity.Admitted(pod, ch.Pool.Name, ch.Demand)
+}
+
+// quotaRefuses names a resource of demand that the quota's status has less
+// left of than demand asks, or "". The status is the quota's cached
+// usage. Where it lags a deletion, a pod that will be created is not
+// entered and goes uncounted until the cache shows it, for a moment; where
+// it lags a creation, ResourceQuota may refuse a pod this lets through,
+// and the ledger drops that pod's entry once the cache shows a later
+// admission (pkg/webhook's ledgerOvertake).
+func quotaRefuses(q *corev1.ResourceQuota, demand map[string]int64) string {
+	for r, want := range demand {
+		if left, ok := decide.QuotaLeft(q, r); ok && left < want {
+			return r
+		}
+	}
+	return ""
+}
+
+// alternatives is decide.ChooseAlternatives, or nil where the webhook is told to
 // place every pod on one pool (MutatorOptions.NoAlternatives).
-func (m *Mutator) alternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, quota *corev1.ResourceQuota) *altChoice {
+func (m *Mutator) alternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, quota *corev1.ResourceQuota) *decide.AltChoice {
 	if m.opts.NoAlternatives {
 		return nil
 	}
-	return chooseAlternatives(pod, want, d, inv, quota)
+	return decide.ChooseAlternatives(pod, want, d, inv, quota)
 }
 
 // placeAlternatives applies the decision to a pod placed by alternatives:
 // no pool is chosen, so no free capacity is counted against one.
-func (m *Mutator) placeAlternatives(ctx context.Context, req Request, want intent.Pod, d policy.Decision, alt *altChoice) (Result, error) {
-	res, err := applyAlternatives(req.Pod, want, d, alt)
-	if err != nil || !res.Allowed {
-		return res, err
+func (m *Mutator) placeAlternatives(ctx context.Context, req Request, want intent.Pod, d policy.Decision, alt *decide.AltChoice) (Result, error) {
+	out, err := write.ApplyAlternatives(req.Pod, want, d, alt)
+	if err != nil {
+		return Result{}, err
 	}
-	res.PassedOver = alt.left
-	where := "pools " + strings.Join(alt.poolNames(), ", ")
-	return m.finish(ctx, req, res, want, d, alt.owner, where, func() {})
+	if out.Denied != "" {
+		return deny(req.Pod, out.Denied), nil
+	}
+	res := resultOf(out, d.Revision)
+	res.PassedOver = alt.Left
+	where := "pools " + strings.Join(alt.PoolNames(), ", ")
+	return m.finish(ctx, req, res, want, d, alt.Owner, where, func() {})
 }
 
 // finish is the end of every placement: what Kueue counted, the
@@ -277,7 +332,17 @@ func (m *Mutator) finish(ctx context.Context, req Request, res Result, want inte
 	record.SetMeta(&res.Pod.Labels, map[string]string{LabelManaged: "true"})
 	m.resolvePriority(ctx, res.Pod)
 	admitted()
-	return res, setScheduler(&res, d, owner, where)
+	note, warning, err := write.SetScheduler(res.Pod, d, owner, where)
+	if warning != "" {
+		res.Warnings = append(res.Warnings, warning)
+	}
+	res.Explanation += note
+	return res, err
+}
+
+// resultOf is the Result of a pod the writer wrote.
+func resultOf(out write.Out, revision string) Result {
+	return Result{Allowed: true, Pod: out.Pod, Warnings: out.Warnings, Explanation: out.Explanation, Revision: revision, written: out.Written}
 }
 
 // seal seals an allowed result's record under the current key, at the
@@ -381,6 +446,23 @@ func orEmpty(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+// poolOwners is input.cluster.owners: each pool's state in the record.
+func poolOwners(s SchedulerSource, inv *inventory.Inventory) map[string]string {
+	out := make(map[string]string, len(inv.Pools))
+	for _, p := range inv.Pools {
+		out[p.Name] = s.PoolOwner(p.Name)
+	}
+	return out
+}
+
+// passed is the result for a pod whose own scheduler coexists with gpuadmit:
+// the pod as it arrived, with the policy's warnings.
+func passed(pod *corev1.Pod, d policy.Decision) Result {
+	return Result{Allowed: true, Pod: pod.DeepCopy(), Warnings: d.Warnings, Revision: d.Revision,
+		Explanation: fmt.Sprintf("spec.schedulerName %q decides for this pod: policy revision %s leaves that scheduler's pods to it, so gpuadmit changed nothing.",
+			pod.Spec.SchedulerName, d.Revision)}
 }
 
 func deny(pod *corev1.Pod, msg string) Result {

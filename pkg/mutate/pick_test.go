@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
@@ -19,7 +20,7 @@ func (d fixedDemand) Need(*inventory.Inventory) map[string]float64 { return d }
 
 // pickMutator decides on the example cluster, every pool empty, with the
 // given Demand (nil: the policy's order).
-func pickMutator(t *testing.T, d Demand) (*Mutator, *inventory.Inventory) {
+func pickMutator(t *testing.T, d decide.Demand) (*Mutator, *inventory.Inventory) {
 	t.Helper()
 	inv := exampleInventory(t)
 	return NewMutator(defaultEngine, StaticInventory{Inv: inv}, MutatorOptions{Capacity: &countingCapacity{}, Demand: d}), inv
@@ -48,11 +49,11 @@ func TestPickKeepsThePolicysOrderWithoutPinnedPods(t *testing.T) {
 	// The pick must not be most-free in disguise: some candidate model
 	// has more free GPU than the first's.
 	c := &countingCapacity{}
-	most := modelFree(context.Background(), c, inv, first.Model)
-	for _, model := range strings.Split(want.Pod.Annotations[AnnotationAcceptedModels], ",") {
-		most = max(most, modelFree(context.Background(), c, inv, model))
+	most := decide.ModelFree(context.Background(), c, inv, first.Model)
+	for _, model := range strings.Split(want.Pod.Annotations[record.AnnotationAcceptedModels], ",") {
+		most = max(most, decide.ModelFree(context.Background(), c, inv, model))
 	}
-	if most <= modelFree(context.Background(), c, inv, first.Model) {
+	if most <= decide.ModelFree(context.Background(), c, inv, first.Model) {
 		t.Fatalf("the first pool's model %s has the most free GPU of the candidates; the test cannot tell the order from most-free", first.Model)
 	}
 }
@@ -94,9 +95,9 @@ func TestAcceptedModelsAreWritten(t *testing.T) {
 			models = append(models, p.Model)
 		}
 	}
-	accepted := got.Pod.Annotations[AnnotationAcceptedModels]
-	if accepted == "" || !record.IsOwnAnnotation(AnnotationAcceptedModels) {
-		t.Fatalf("accepted models %q (own annotation: %v), want a list in gpuadmit's record", accepted, record.IsOwnAnnotation(AnnotationAcceptedModels))
+	accepted := got.Pod.Annotations[record.AnnotationAcceptedModels]
+	if accepted == "" || !record.IsOwnAnnotation(record.AnnotationAcceptedModels) {
+		t.Fatalf("accepted models %q (own annotation: %v), want a list in gpuadmit's record", accepted, record.IsOwnAnnotation(record.AnnotationAcceptedModels))
 	}
 	list := strings.Split(accepted, ",")
 	if p, _ := inv.Pool(PoolOf(got.Pod)); !slices.Contains(list, p.Model) || !slices.IsSorted(list) {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
@@ -69,7 +70,7 @@ type MutatorOptions struct {
 	// room for it; otherwise the policy's next candidate is tried. Nil (the
 	// offline CLI) checks the nodes' allocatable only, as if the cluster
 	// were empty, and the explanation says so.
-	Capacity Capacity
+	Capacity decide.Capacity
 	// NoAlternatives places every pod on one pool, DRA pools included, as
 	// the webhook did before DRA alternatives: the first candidate, in the
 	// policy's order, that fits and has room (see Capacity), pinned by that
@@ -85,15 +86,15 @@ type MutatorOptions struct {
 	// on one pool: device-plugin and extended-resource pools, and all pools
 	// under NoAlternatives) take, among the candidate pools with room, the
 	// one whose model is of least price: the GPU that pods only some models
-	// can serve are expected to need there, over its free GPU (pricer).
+	// can serve are expected to need there, over its free GPU (see decide.Room).
 	// Where no cached pod is pinned so, every price is 0 and the pick is
 	// the policy's order. Nil takes the first pool with room in the
 	// policy's order.
-	Demand Demand
+	Demand decide.Demand
 }
 
 // resolvePriority fills spec.priority and spec.preemptionPolicy from the
-// PriorityClass that setPriority named. When the class cannot be read they
+// PriorityClass that the writer named (write.Apply). When the class cannot be read they
 // stay unset: the Priority plugin resolves the name itself (and refuses a
 // class that does not exist), so nothing is lost but the second call.
 func (m *Mutator) resolvePriority(ctx context.Context, pod *corev1.Pod) {

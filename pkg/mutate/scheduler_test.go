@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
@@ -132,7 +133,7 @@ func TestCoexistingSchedulerPassesUnchanged(t *testing.T) {
 // owns none of the pools it could use is denied naming spec.schedulerName.
 func TestPoolOwnerScheduler(t *testing.T) {
 	e := engineWithData(t, "owners: {}", "owners: {a100-40gb-mig-1g.5gb: gpuadmit-scheduler}")
-	m := NewMutator(e, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{Schedulers: recorded{"a100-40gb-mig-1g.5gb": GPUAdmitScheduler}})
+	m := NewMutator(e, StaticInventory{Inv: exampleInventory(t)}, MutatorOptions{Schedulers: recorded{"a100-40gb-mig-1g.5gb": decide.GPUAdmitScheduler}})
 	p := controlled(pod("p", map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"}))
 	p.Spec.SchedulerName = "default-scheduler"
 	res := mustMutate(t, m, p)
@@ -171,7 +172,7 @@ func TestSealedTakeoverComesBackUnchanged(t *testing.T) {
 // gives each pool the state named, "default-scheduler" where none is.
 type recorded map[string]string
 
-func (recorded) Live() []string { return []string{GPUAdmitScheduler} }
+func (recorded) Live() []string { return []string{decide.GPUAdmitScheduler} }
 
 func (r recorded) PoolOwner(pool string) string {
 	if s, ok := r[pool]; ok {
@@ -180,7 +181,7 @@ func (r recorded) PoolOwner(pool string) string {
 	if s, ok := r["*"]; ok {
 		return s
 	}
-	return defaultScheduler
+	return corev1.DefaultSchedulerName
 }
 
 // controlled gives p a controller, a ReplicaSet.
@@ -203,19 +204,19 @@ func TestGPUAdmitSchedulerOnlyWhereRecordedAndReplaceable(t *testing.T) {
 	}{
 		"no record: the stock scheduler": {record: recorded{}},
 		"recorded for gpuadmit-scheduler, a controlled pod": {
-			record: recorded{"*": GPUAdmitScheduler}, scheduler: GPUAdmitScheduler,
+			record: recorded{"*": decide.GPUAdmitScheduler}, scheduler: decide.GPUAdmitScheduler,
 		},
 		"recorded for gpuadmit-scheduler, a bare pod is refused it": {
-			record: recorded{"*": GPUAdmitScheduler}, bare: true,
+			record: recorded{"*": decide.GPUAdmitScheduler}, bare: true,
 			denial: "pool a100-80gb-whole: it is scheduled by gpuadmit-scheduler, which gpuadmit gives only pods a controller (Deployment, Job, StatefulSet…) creates again",
 		},
 		"every pool being released: denied until it is done": {
-			record: recorded{"*": PoolReleasing},
+			record: recorded{"*": decide.PoolReleasing},
 			denial: "pool a100-80gb-whole: gpuadmit-scheduler's Lease expired and the pods that waited for it there are being replaced",
 		},
 		"a bare pod on a stock pool is admitted as ever": {record: recorded{}, bare: true},
 		"a Job's pod template is not bare": {
-			record: recorded{"*": GPUAdmitScheduler}, bare: true, template: true, scheduler: GPUAdmitScheduler,
+			record: recorded{"*": decide.GPUAdmitScheduler}, bare: true, template: true, scheduler: decide.GPUAdmitScheduler,
 		},
 	}
 	for name, tc := range tests {

@@ -189,7 +189,7 @@ func TestTimeSlicedSharedResource(t *testing.T) {
 			if diff := cmp.Diff(want, accountingResources(out.Spec.Containers[0])); diff != "" {
 				t.Errorf("resources (-want +got):\n%s", diff)
 			}
-			got := map[string]string{"nodeSelector": formatMap(out.Spec.NodeSelector), "priorityClassName": out.Spec.PriorityClassName,
+			got := map[string]string{"nodeSelector": decide.FormatSelector(out.Spec.NodeSelector), "priorityClassName": out.Spec.PriorityClassName,
 				"managed": out.Labels[LabelManaged], "decision": out.Annotations[record.AnnotationDecision]}
 			wantMeta := map[string]string{"nodeSelector": "nvidia.com/gpu.product=NVIDIA-A10", "priorityClassName": "gpuadmit-inference", "managed": "true",
 				"decision": "serve: 1 time-sliced replica -> nvidia.com/gpu.shared=1 (11514 MiB) [default/whole-to-time-sliced]; pool a10-time-sliced; revision " + res.Revision}

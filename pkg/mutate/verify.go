@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/write"
 	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
@@ -88,10 +89,9 @@ func (m *Mutator) verifyExpired(ctx context.Context, req Request, s *record.Seal
 			return was + ", and " + revisionNow(now.Revision, s.Written.Revision) + " denies its recorded request: " + now.Message
 		},
 		differs: func(now Result, patch []jsonpatch.Operation) string {
-			return fmt.Sprintf("%s, and %s gives it something else: %s. Remove the gpuadmit.io/ annotations gpuadmit wrote (other than %s, %s and %s) "+
+			return fmt.Sprintf("%s, and %s gives it something else: %s. Remove the gpuadmit.io/ annotations gpuadmit wrote (other than %s) "+
 				"and the values they record, and submit the pod as its author wrote it, to get what the policy gives now",
-				was, revisionNow(now.Revision, s.Written.Revision), changes(req.Pod, patch),
-				"gpuadmit.io/class", "gpuadmit.io/backend", "gpuadmit.io/model")
+				was, revisionNow(now.Revision, s.Written.Revision), changes(req.Pod, patch), userAnnotations)
 		},
 	})
 }
@@ -162,7 +162,7 @@ func (m *Mutator) redecide(ctx context.Context, req Request, say denials) (Resul
 // so deciding again yields the same selectors, tolerations and priority.
 func unmutate(pod *corev1.Pod, r record.Original) (*corev1.Pod, error) {
 	out := pod.DeepCopy()
-	if err := restoreScheduler(out); err != nil {
+	if err := write.RestoreScheduler(out); err != nil {
 		return nil, err
 	}
 	for k := range out.Annotations {
@@ -170,7 +170,7 @@ func unmutate(pod *corev1.Pod, r record.Original) (*corev1.Pod, error) {
 			delete(out.Annotations, k)
 		}
 	}
-	removeClaims(out)
+	write.RemoveClaims(out)
 	found := 0
 	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
 		for i := range list {
@@ -198,31 +198,34 @@ func withSealReason(why string, unsealed error) string {
 	return why + " (and its seal does not verify: " + unsealed.Error() + ")"
 }
 
-func forged(why string) string {
-	return fmt.Sprintf("metadata.annotations: the gpuadmit.io/ annotations (other than %s, %s and %s) are gpuadmit's own record and cannot be set by hand: %s. Remove them and submit the pod as its author wrote it",
-		"gpuadmit.io/class", "gpuadmit.io/backend", "gpuadmit.io/model", why)
-}
+// userAnnotations names the gpuadmit.io/ annotations that belong to pod
+// authors, not to gpuadmit's record (record.IsOwnAnnotation), as a denial
+// that asks to remove the record names them.
+const userAnnotations = intent.AnnotationClass + ", " + intent.AnnotationBackend + " and " + intent.AnnotationModel
 
-const revisionMark = poolowner.RevisionMark
+func forged(why string) string {
+	return fmt.Sprintf("metadata.annotations: the gpuadmit.io/ annotations (other than %s) are gpuadmit's own record and cannot be set by hand: %s. Remove them and submit the pod as its author wrote it",
+		userAnnotations, why)
+}
 
 // keepRecordedRevision puts the arriving pod's revision into the recomputed record.
 func keepRecordedRevision(out, arrived *corev1.Pod) {
 	have := arrived.Annotations[record.AnnotationDecision]
 	got := out.Annotations[record.AnnotationDecision]
-	i, j := strings.LastIndex(have, revisionMark), strings.LastIndex(got, revisionMark)
+	i, j := strings.LastIndex(have, poolowner.RevisionMark), strings.LastIndex(got, poolowner.RevisionMark)
 	if i < 0 || j < 0 || have[:i] != got[:j] {
 		return
 	}
 	out.Annotations[record.AnnotationDecision] = have
 }
 
-// keepUnrecordedModels leaves AnnotationAcceptedModels off the recomputed
+// keepUnrecordedModels leaves record.AnnotationAcceptedModels off the recomputed
 // pod where the arriving pod has none: gpuadmit decided it before it wrote
 // that annotation. The annotation steers later picks only, never what the
 // pod gets, so a record without it is not a forgery; one that differs is.
 func keepUnrecordedModels(out, arrived *corev1.Pod) {
-	if _, ok := arrived.Annotations[AnnotationAcceptedModels]; !ok {
-		delete(out.Annotations, AnnotationAcceptedModels)
+	if _, ok := arrived.Annotations[record.AnnotationAcceptedModels]; !ok {
+		delete(out.Annotations, record.AnnotationAcceptedModels)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 )
 
 // pendingPrefix starts the index key of a pool's pods on no node; a node's
@@ -35,7 +36,7 @@ func placement(p *corev1.Pod) string {
 	return ""
 }
 
-// capacity is mutate.Capacity over the webhook's cache of gpuadmit's pods
+// capacity is decide.Capacity over the webhook's cache of gpuadmit's pods
 // (label gpuadmit.io/managed), summed by placement as its events arrive
 // (tally), and the ledger of what this replica admitted that the cache has
 // not shown yet.
@@ -46,12 +47,12 @@ type capacity struct {
 	// where the cluster serves no DRA.
 	claims *altClaims
 	// workload is what the pick of one pool knows of the cached pods
-	// (mutate.Demand), kept with the tally from the same events.
+	// (decide.Demand), kept with the tally from the same events.
 	workload *workload
 	log      logr.Logger
 }
 
-var _ mutate.Capacity = (*capacity)(nil)
+var _ decide.Capacity = (*capacity)(nil)
 
 // newCapacity counts the pods its Handler is told of, which the caller wires
 // to the cache's Pod informer. A nil clock is the real one.

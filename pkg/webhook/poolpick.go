@@ -3,7 +3,7 @@ package webhook
 import (
 	"fmt"
 
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 )
 
 // PoolPick is how the webhook picks the one pool of a pod it places on one
@@ -35,7 +35,7 @@ func ParsePoolPick(s string) (PoolPick, error) {
 
 // demand is what the Mutator prices the pick with: the cached workload
 // under PickExpected, none (the policy's order) under PickOrder.
-func demand(pick PoolPick, capa *capacity) mutate.Demand {
+func demand(pick PoolPick, capa *capacity) decide.Demand {
 	if pick == PickOrder || capa == nil {
 		return nil
 	}

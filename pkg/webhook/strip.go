@@ -14,8 +14,8 @@ import (
 // and a pod with DRA alternatives records its claim templates' specs
 // (claim.AnnotationAlternatives: the claim-template reconciler makes them
 // from it), and a pod placed on one pool the GPU models it accepts
-// (mutate.AnnotationAcceptedModels: the pick's prices, workload).
-var podAnnotations = []string{record.AnnotationDecision, claim.AnnotationAlternatives, mutate.AnnotationAcceptedModels}
+// (record.AnnotationAcceptedModels: the pick's prices, workload).
+var podAnnotations = []string{record.AnnotationDecision, claim.AnnotationAlternatives, record.AnnotationAcceptedModels}
 
 // podLabels are the only pod labels any reader of the cache reads or
 // selects by: gpuadmit's mark (the handover lists by it), the share-claim

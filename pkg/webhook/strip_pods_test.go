@@ -37,7 +37,7 @@ func realisticPod(i int) *corev1.Pod {
 			Annotations: map[string]string{
 				record.AnnotationDecision:       "vllm: 1 MIG 3g.40gb slice -> nvidia.com/mig-3g.40gb=1 (MIG 3g.40gb, 40448 MiB) [default/profile-to-mig]; pool h100-80gb-mig-mixed; revision sha256-4f1c2a",
 				record.AnnotationRequest:        `{"vllm":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"40000"}}`,
-				mutate.AnnotationAcceptedModels: "A100-80GB,H100-80GB",
+				record.AnnotationAcceptedModels: "A100-80GB,H100-80GB",
 				"prometheus.io/scrape":          "true", "prometheus.io/port": "8000",
 				"kubectl.kubernetes.io/restartedAt": "2026-11-20T10:00:00Z",
 			},
@@ -139,7 +139,7 @@ func setKind(p *corev1.Pod, i int) {
 			name := claim.AlternativesTemplateName(alts)
 			p.Spec.ResourceClaims[0].ResourceClaimTemplateName = ptr.To(name)
 			p.Annotations[claim.AnnotationAlternatives] = claim.EncodeAlternatives(map[string][]claim.Alternative{name: alts})
-			delete(p.Annotations, mutate.AnnotationAcceptedModels) // written only where gpuadmit picks one pool
+			delete(p.Annotations, record.AnnotationAcceptedModels) // written only where gpuadmit picks one pool
 		}
 	case 3:
 		p.OwnerReferences = nil // a bare pod

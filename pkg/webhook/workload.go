@@ -11,10 +11,11 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
-	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
-// workload is mutate.Demand over the webhook's cache of gpuadmit's pods: it
+// workload is decide.Demand over the webhook's cache of gpuadmit's pods: it
 // counts the cached pods by kind (the models they accept, the model they
 // hold GPU on and how much), updated by the Pod informer's events as the
 // tally is, so that an admission never walks the pods (150,000 at scale).
@@ -40,10 +41,10 @@ type workload struct {
 	}
 }
 
-var _ mutate.Demand = (*workload)(nil)
+var _ decide.Demand = (*workload)(nil)
 
 // podKind is what the pick's prices read of one pod: the models it
-// accepts (mutate.AnnotationAcceptedModels), the per-model accounting
+// accepts (record.AnnotationAcceptedModels), the per-model accounting
 // resource it requests (which names the model it holds GPU on) and the MiB
 // of GPU memory it holds there.
 type podKind struct {
@@ -61,7 +62,7 @@ func newWorkload() *workload {
 // (it names no model it holds GPU on: the scheduler chose), one that
 // finished, and one admitted before the annotation was written.
 func podKindOf(p *corev1.Pod, at placed) (podKind, bool) {
-	accepted := p.Annotations[mutate.AnnotationAcceptedModels]
+	accepted := p.Annotations[record.AnnotationAcceptedModels]
 	if at.key == "" || accepted == "" {
 		return podKind{}, false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
@@ -45,7 +46,7 @@ func onH100(t *testing.T, name, accepted string) *corev1.Pod {
 	one := corev1.ResourceList{slice: resource.MustParse("1"), inventory.ResourceMemoryMiB: resource.MustParse("9984"),
 		corev1.ResourceName(inventory.ModelResource(pool.Model)): resource.MustParse("9984")}
 	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: one, Requests: one}
-	p.Annotations[mutate.AnnotationAcceptedModels] = accepted
+	p.Annotations[record.AnnotationAcceptedModels] = accepted
 	return p
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
 // TestPickLeavesAModelToPodsOnlyItServes: through the real API server and
@@ -28,7 +29,7 @@ func TestPickLeavesAModelToPodsOnlyItServes(t *testing.T) {
 		if err := env.Client.Create(ctx, p, client.DryRunAll); err != nil {
 			return "", err.Error()
 		}
-		return mutate.PoolOf(p), p.Annotations[mutate.AnnotationAcceptedModels]
+		return mutate.PoolOf(p), p.Annotations[record.AnnotationAcceptedModels]
 	}
 	first, accepted := dryRun()
 	if first == "" {
@@ -39,8 +40,8 @@ func TestPickLeavesAModelToPodsOnlyItServes(t *testing.T) {
 	for i := range 2 {
 		p := gpuPod("team-a", fmt.Sprintf("pinned-%d", i), map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
 		p.Annotations = map[string]string{"gpuadmit.io/model": model}
-		if err := env.Client.Create(ctx, p, client.DryRunAll); err != nil || p.Annotations[mutate.AnnotationAcceptedModels] != model {
-			t.Fatalf("step dry run %s: %v, accepted models %q, want %s only", p.Name, err, p.Annotations[mutate.AnnotationAcceptedModels], model)
+		if err := env.Client.Create(ctx, p, client.DryRunAll); err != nil || p.Annotations[record.AnnotationAcceptedModels] != model {
+			t.Fatalf("step dry run %s: %v, accepted models %q, want %s only", p.Name, err, p.Annotations[record.AnnotationAcceptedModels], model)
 		}
 		p = gpuPod("team-a", p.Name, map[string]string{"nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000"})
 		p.Annotations = map[string]string{"gpuadmit.io/model": model}

@@ -122,7 +122,7 @@ func (m *Memo) put(pools [sha256.Size]byte, rev string, key [sha256.Size]byte, d
 
 // Evaluate asks eval, or the memo where it answered the same input
 // for the same pools and the active revision before. A memoized decision
-// is shared: callers must not write into it (decide only appends to its
+// is shared: callers must not write into it (they only append to its
 // lists, which are clipped so that appending copies them).
 func (m *Memo) Evaluate(ctx context.Context, eval Evaluator, inv *inventory.Inventory, in policy.Input) (policy.Decision, error) {
 	src, ok := eval.(ActiveSource)

@@ -24,6 +24,23 @@ const (
 	ownPrefix = "gpuadmit.io/"
 )
 
+// AnnotationAcceptedModels lists, sorted and comma-separated, the GPU
+// models of the pools the policy's candidates named for a pod placed on
+// one pool: the models it could have run on. A replica's pod cache keeps it
+// (pkg/webhook's StripPod) so that the pick of one pool knows which of the
+// cluster's pods only some models can serve (decide.Demand).
+//
+// It is part of gpuadmit's record (IsOwnAnnotation): a pod that arrives with
+// it forged is decided again and denied where it differs, it is sealed with
+// the record, and the API server keeps it unchanged on update. It steers the
+// pick of one pool only, never the gate: no quota, accounting or record
+// check reads it. A tenant who got a pod past the webhook with a false list
+// (the webhook down and failing open, and the pod labelled gpuadmit.io/managed
+// by hand) could only shift later pods of every tenant a little towards or
+// away from some models, never past a quota or onto a pool their policy
+// does not offer.
+const AnnotationAcceptedModels = "gpuadmit.io/accepted-models"
+
 // userAnnotations are the gpuadmit.io/ annotations that belong to pod authors.
 var userAnnotations = map[string]bool{
 	intent.AnnotationClass:   true,

@@ -117,9 +117,9 @@ func (w *Written) Missing(pod *corev1.Pod) []string {
 	var out []string
 	out = append(out, w.missingResources(pod)...)
 	out = append(out, w.missingClaims(pod)...)
-	out = append(out, missingEntries("spec.nodeSelector", pod.Spec.NodeSelector, w.NodeSelector)...)
-	out = append(out, missingEntries("metadata.labels", pod.Labels, w.Labels)...)
-	out = append(out, missingEntries("metadata.annotations", pod.Annotations, w.Annotations)...)
+	out = append(out, MissingEntries("spec.nodeSelector", pod.Spec.NodeSelector, w.NodeSelector)...)
+	out = append(out, MissingEntries("metadata.labels", pod.Labels, w.Labels)...)
+	out = append(out, MissingEntries("metadata.annotations", pod.Annotations, w.Annotations)...)
 	for _, t := range w.Tolerations {
 		if !HasToleration(pod.Spec.Tolerations, t) {
 			out = append(out, fmt.Sprintf("spec.tolerations[key=%s]", t.Key))
@@ -206,8 +206,9 @@ func (w *Written) missingClaims(pod *corev1.Pod) []string {
 	return out
 }
 
-// missingEntries lists the keys of want that have another value (or none) in have.
-func missingEntries(path string, have, want map[string]string) []string {
+// MissingEntries lists, as path[key] and sorted, the keys of want that
+// have another value (or none) in have.
+func MissingEntries(path string, have, want map[string]string) []string {
 	var out []string
 	for k, v := range want {
 		if got, ok := have[k]; !ok || got != v {

@@ -1,4 +1,4 @@
-package mutate
+package decide
 
 import (
 	"context"
@@ -10,13 +10,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
-	"github.com/gpuadmit/gpuadmit/pkg/poolowner"
 )
-
-// LabelManaged marks every pod gpuadmit places on a GPU pool, so that a
-// replica's pod cache (free capacity, share claim templates) holds those
-// pods and no others.
-const LabelManaged = "gpuadmit.io/managed"
 
 // Capacity says what pods already hold of a pool, so that the fallback
 // chain moves on from a pool that is full, not only from one too small.
@@ -30,25 +24,44 @@ type Capacity interface {
 	Admitted(pod *corev1.Pod, pool string, demand map[string]int64)
 }
 
+// Room is what the choice of one pool reads beyond the nodes'
+// allocatable. The zero Room checks allocatable only and keeps the
+// policy's order.
+type Room struct {
+	// Capacity, when set, makes the choice look at free capacity: a pool
+	// is taken only if, after what its pods hold, one node the pod may run
+	// on and the pool as a whole still have room for it. Nil checks the
+	// nodes' allocatable only, as if the cluster were empty.
+	Capacity Capacity
+	// Demand, with Capacity, makes the pick take, among the pools with
+	// room, the one whose model is of least price (pricer). Nil takes the
+	// first pool with room in the policy's order.
+	Demand Demand
+	// Recorded is the pool gpuadmit's record names, where a pod it already
+	// admitted is decided again: only that pool has room, since the pools
+	// that were full then need not be now, and the pod's resources cannot
+	// change; the pick keeps the policy's order. Empty for a new pod.
+	Recorded string
+}
+
 // roomFunc says why pool has no room for demand (GPU resources) and
 // compute (the pod's CPU and memory, podCompute) on nodes, or "".
 type roomFunc func(pool *inventory.Pool, nodes []inventory.Node, demand, compute map[string]int64) string
 
-// room is the free-capacity check of one decision: nil (allocatable only)
-// where no Capacity is wired; on a re-decision of a pod gpuadmit already
-// admitted, only the pool its record names has room, since the pools that
-// were full then need not be now, and the pod's resources cannot change.
-func (m *Mutator) room(ctx context.Context, req Request) roomFunc {
-	c := m.opts.Capacity
+// check is the free-capacity check of one decision: nil (allocatable only)
+// where no Capacity is set; on a re-decision of a pod gpuadmit already
+// admitted, only the pool its record names has room.
+func (r Room) check(ctx context.Context) roomFunc {
+	c := r.Capacity
 	if c == nil {
 		return nil
 	}
-	if req.recordedPool != "" {
+	if r.Recorded != "" {
 		return func(pool *inventory.Pool, _ []inventory.Node, _, _ map[string]int64) string {
-			if pool.Name == req.recordedPool {
+			if pool.Name == r.Recorded {
 				return ""
 			}
-			return fmt.Sprintf("gpuadmit's record names pool %s, taken when this pool looked full", req.recordedPool)
+			return fmt.Sprintf("gpuadmit's record names pool %s, taken when this pool looked full", r.Recorded)
 		}
 	}
 	return func(pool *inventory.Pool, nodes []inventory.Node, demand, compute map[string]int64) string {
@@ -84,67 +97,6 @@ func fullReason(held inventory.Held, pool *inventory.Pool, nodes []inventory.Nod
 	}
 	return ""
 }
-
-// noteAdmitted tells the Capacity what a freshly admitted pod will take.
-// Dry runs and re-decisions of pods already admitted take nothing, and
-// neither does a pod its namespace's gpuadmit ResourceQuota will refuse:
-// the API server runs ResourceQuota after the webhook, so that pod never
-// comes. Pods placed by DRA alternatives never get here (placeAlternatives):
-// the scheduler counts their devices exactly, on no guess of the webhook's.
-func (m *Mutator) noteAdmitted(req Request, pod *corev1.Pod, ch *choice) {
-	if m.opts.Capacity == nil || req.DryRun || req.Template || req.recordedPool != "" {
-		return
-	}
-	if quotaRefuses(req.Quota, ch.demand) != "" {
-		return
-	}
-	m.opts.Capacity.Admitted(pod, ch.pool.Name, ch.demand)
-}
-
-// quotaRefuses names a resource of demand that the quota's status has less
-// left of than demand asks, or "". The status is the quota's cached
-// usage. Where it lags a deletion, a pod that will be created is not
-// entered and goes uncounted until the cache shows it, for a moment; where
-// it lags a creation, ResourceQuota may refuse a pod this lets through,
-// and the ledger drops that pod's entry once the cache shows a later
-// admission (pkg/webhook's ledgerOvertake).
-func quotaRefuses(q *corev1.ResourceQuota, demand map[string]int64) string {
-	for r, want := range demand {
-		if left, ok := quotaLeft(q, r); ok && left < want {
-			return r
-		}
-	}
-	return ""
-}
-
-// bestEffort is the explanation's note on how the pool was checked.
-func bestEffort(ch *choice) string {
-	if len(ch.full) > 0 {
-		return fmt.Sprintf("No pool offered had room (%s), so the pod waits for room on pool %s, the first whose nodes could hold it; "+
-			"this is best effort: a pod's resources cannot change once it is created, and the scheduler decides where it runs.",
-			strings.Join(ch.full, "; "), ch.pool.Name)
-	}
-	if !ch.roomChecked {
-		return "Pools were checked against their nodes' allocatable only, not against what pods already hold (no pod cache is wired, as in the offline CLI)."
-	}
-	if ch.priced {
-		return "gpuadmit took, of the pools that looked free after the pods bound, nominated or admitted to them, the one of least price " +
-			"(the expected demand of pods that only some GPU models can serve, over its free GPU; ties keep the policy's order); this is best effort: " +
-			"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
-	}
-	return "gpuadmit took the first pool that looked free, after the pods bound, nominated or admitted to it; this is best effort: " +
-		"a pod's resources cannot change once it is created, and the scheduler decides where it runs."
-}
-
-// poolMark precedes the pool's name in gpuadmit.io/decision (decisionText).
-const poolMark = poolowner.PoolMark
-
-// PoolOf is the pool gpuadmit's record on pod names, or "" when it has none.
-func PoolOf(pod *corev1.Pod) string { return poolowner.PoolOf(pod) }
-
-// PoolsOf is every pool gpuadmit's record lets pod wait on: PoolOf's, or
-// the pools of its DRA alternatives; none when it has no record.
-func PoolsOf(pod *corev1.Pod) []string { return poolowner.PoolsOf(pod) }
 
 // podCompute is the pod's CPU (millicores) and memory (bytes) requests as
 // the scheduler counts them (init containers, sidecars, overhead, pod-level

@@ -1,4 +1,4 @@
-package mutate
+package write
 
 import (
 	"crypto/sha256"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
+	"github.com/gpuadmit/gpuadmit/pkg/mutate/decide"
 	"github.com/gpuadmit/gpuadmit/pkg/mutate/record"
 )
 
@@ -21,23 +22,23 @@ import (
 // containers) claims would add up: non-sidecar init containers therefore
 // share the claim of the largest app container, sized for the larger of
 // the two. Sidecars run beside the app and keep claims of their own.
-func addClaims(pod *corev1.Pod, assigns []assignment) {
+func addClaims(pod *corev1.Pod, assigns []decide.Assignment) {
 	host := largestAppClaim(assigns)
 	size := map[string]int64{} // claim name → MiB
 	var order []string
 	for _, a := range assigns {
-		if a.claimMiB == 0 {
+		if a.ClaimMiB == 0 {
 			continue
 		}
-		name := podClaimName(a.req.Container)
-		if host != nil && a.req.Kind == intent.Init {
-			name = podClaimName(host.req.Container)
+		name := podClaimName(a.Req.Container)
+		if host != nil && a.Req.Kind == intent.Init {
+			name = podClaimName(host.Req.Container)
 		}
 		if _, ok := size[name]; !ok {
 			order = append(order, name)
 		}
-		size[name] = max(size[name], a.claimMiB)
-		c := containerOf(pod, a.req)
+		size[name] = max(size[name], a.ClaimMiB)
+		c := decide.ContainerOf(pod, a.Req)
 		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{Name: name})
 	}
 	for _, name := range order {
@@ -52,11 +53,11 @@ func addClaims(pod *corev1.Pod, assigns []assignment) {
 
 // largestAppClaim is the app container (not a sidecar) with the largest
 // claim, which non-sidecar init containers share; nil when none has one.
-func largestAppClaim(assigns []assignment) *assignment {
-	var host *assignment
+func largestAppClaim(assigns []decide.Assignment) *decide.Assignment {
+	var host *decide.Assignment
 	for i := range assigns {
 		a := &assigns[i]
-		if a.claimMiB > 0 && a.req.Kind == intent.App && (host == nil || a.claimMiB > host.claimMiB) {
+		if a.ClaimMiB > 0 && a.Req.Kind == intent.App && (host == nil || a.ClaimMiB > host.ClaimMiB) {
 			host = a
 		}
 	}
@@ -74,9 +75,9 @@ func podClaimName(container string) string {
 	return claim.PodClaimPrefix + hex.EncodeToString(sum[:])[:16]
 }
 
-// foreignClaimUse names a pod resource claim that uses one of gpuadmit's
+// ForeignClaimUse names a pod resource claim that uses one of gpuadmit's
 // templates on a pod gpuadmit has not admitted, or returns "".
-func foreignClaimUse(pod *corev1.Pod) string {
+func ForeignClaimUse(pod *corev1.Pod) string {
 	for i, c := range pod.Spec.ResourceClaims {
 		if record.IsOwnClaim(c) {
 			return fmt.Sprintf("spec.resourceClaims[%d].resourceClaimTemplateName: %q is a template of gpuadmit's, "+
@@ -87,9 +88,9 @@ func foreignClaimUse(pod *corev1.Pod) string {
 	return ""
 }
 
-// removeClaims undoes addClaims: gpuadmit's pod claims, the containers'
+// RemoveClaims undoes addClaims: gpuadmit's pod claims, the containers'
 // references to them, and the label.
-func removeClaims(pod *corev1.Pod) {
+func RemoveClaims(pod *corev1.Pod) {
 	own := map[string]bool{}
 	pod.Spec.ResourceClaims = slices.DeleteFunc(pod.Spec.ResourceClaims, func(c corev1.PodResourceClaim) bool {
 		own[c.Name] = record.IsOwnClaim(c)

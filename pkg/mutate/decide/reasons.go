@@ -1,8 +1,10 @@
-package mutate
+package decide
 
 import (
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
 
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
@@ -31,5 +33,19 @@ func selectorNote(p *inventory.Pool) string {
 	if p.Mode != inventory.MIGSingle {
 		return ""
 	}
-	return fmt.Sprintf("; nvidia.com/gpu reaches it with the nodeSelector %s", formatMap(p.NodeSelector))
+	return fmt.Sprintf("; nvidia.com/gpu reaches it with the nodeSelector %s", FormatSelector(p.NodeSelector))
+}
+
+// FormatSelector writes a node selector as "key=value,key=value", sorted by key.
+func FormatSelector(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, ",")
 }

@@ -1,4 +1,4 @@
-package mutate
+package decide
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ import (
 //     lands on a pool the policy did not offer it.
 //   - Only app containers take alternatives: a pod whose init containers
 //     (sidecars included) ask for GPU is placed on one pool as before, where
-//     addClaims shares an init container's claim with the app's.
+//     the writer shares an init container's claim with the app's.
 //   - A per-model quota that has no room left for an alternative drops it.
 //     Such pods do not request the per-model resource (it would pin them),
 //     so a per-model quota counts only pods placed on one pool: it is
@@ -49,118 +49,123 @@ import (
 //     different forms there (a MIG slice and a share), and different
 //     models only on a node whose GPUs are of several models.
 
-// altOption is one alternative of a container: a candidate that fits on a DRA pool.
-type altOption struct {
-	pool *inventory.Pool
-	a    assignment
+// AltOption is one alternative of a container: a candidate that fits on a DRA pool.
+type AltOption struct {
+	Pool       *inventory.Pool
+	Assignment Assignment
 }
 
-// alternative is the option as its claim's subrequest is made.
-func (o altOption) alternative() claim.Alternative {
-	switch o.a.cand.Backend {
+// Alternative is the option as its claim's subrequest is made.
+func (o AltOption) Alternative() claim.Alternative {
+	a := o.Assignment
+	switch a.Cand.Backend {
 	case policy.BackendMIG:
-		return claim.Alternative{Backend: claim.BackendMIG, Model: o.pool.Model, Profile: o.a.profile, Count: o.a.quantity}
+		return claim.Alternative{Backend: claim.BackendMIG, Model: o.Pool.Model, Profile: a.Profile, Count: a.Quantity}
 	case policy.BackendShared:
-		return claim.Alternative{Backend: claim.BackendShared, Model: o.pool.Model, MiB: o.a.claimMiB}
+		return claim.Alternative{Backend: claim.BackendShared, Model: o.Pool.Model, MiB: a.ClaimMiB}
 	}
-	return claim.Alternative{Backend: claim.BackendWhole, Model: o.pool.Model, Count: o.a.quantity}
+	return claim.Alternative{Backend: claim.BackendWhole, Model: o.Pool.Model, Count: a.Quantity}
 }
 
-// describe says what the option gives: "1 MIG 1g.10gb slice of an H100-80GB
-// (9984 MiB) on pool h100".
-func (o altOption) describe() string {
-	alt := o.alternative()
-	switch alt.Backend {
-	case claim.BackendMIG:
-		return fmt.Sprintf("%d MIG %s slice(s) of an %s (%d MiB) on pool %s", alt.Count, alt.Profile, alt.Model, o.a.givenMiB, o.pool.Name)
-	case claim.BackendShared:
-		return fmt.Sprintf("a share of %d MiB of one %s on pool %s", alt.MiB, alt.Model, o.pool.Name)
-	}
-	return fmt.Sprintf("%d whole %s GPU(s) (%d MiB) on pool %s", alt.Count, alt.Model, o.a.givenMiB, o.pool.Name)
+// AltContainer is a GPU container and what it accepts, in order.
+type AltContainer struct {
+	Req  intent.Request
+	Opts []AltOption
 }
 
-// altContainer is a GPU container and what it accepts, in order.
-type altContainer struct {
-	req  intent.Request
-	opts []altOption
-}
-
-// chargeMiB is what quotas charge the container: its largest alternative.
-func (c altContainer) chargeMiB() int64 {
+// ChargeMiB is what quotas charge the container: its largest alternative.
+func (c AltContainer) ChargeMiB() int64 {
 	var most int64
-	for _, o := range c.opts {
-		most = max(most, o.a.givenMiB)
+	for _, o := range c.Opts {
+		most = max(most, o.Assignment.GivenMiB)
 	}
 	return most
 }
 
-func (c altContainer) alternatives() []claim.Alternative {
-	out := make([]claim.Alternative, len(c.opts))
-	for i, o := range c.opts {
-		out[i] = o.alternative()
+// Resources are what the container requests: its charge, in the
+// accounting resource only.
+func (c AltContainer) Resources() corev1.ResourceList {
+	return resourceList(map[string]int64{inventory.ResourceMemoryMiB: c.ChargeMiB()})
+}
+
+// Alternatives are the container's options as its claim lists them.
+func (c AltContainer) Alternatives() []claim.Alternative {
+	out := make([]claim.Alternative, len(c.Opts))
+	for i, o := range c.Opts {
+		out[i] = o.Alternative()
 	}
 	return out
 }
 
-// altChoice is a pod placed by alternatives.
-type altChoice struct {
-	containers []altContainer
-	// owner is the scheduler of every pool the alternatives are on ("" is
+// AltChoice is a pod placed by alternatives.
+type AltChoice struct {
+	Containers []AltContainer
+	// Owner is the scheduler of every pool the alternatives are on ("" is
 	// the default scheduler).
-	owner string
-	// left says, candidate by candidate, why one that fits was left out.
-	left []string
-	// also are the pools of candidates that repeat an alternative (the
+	Owner string
+	// Left says, candidate by candidate, why one that fits was left out.
+	Left []string
+	// Also are the pools of candidates that repeat an alternative (the
 	// same form of the same model), whose devices it selects too.
-	also []altOption
+	Also []AltOption
 }
 
-// pools are the pools the alternatives may be allocated on, in order of
+// Pools are the pools the alternatives may be allocated on, in order of
 // first mention.
-func (ch *altChoice) pools() []*inventory.Pool {
+func (ch *AltChoice) Pools() []*inventory.Pool {
 	var out []*inventory.Pool
-	for _, c := range ch.containers {
-		for _, o := range c.opts {
-			if !slices.Contains(out, o.pool) {
-				out = append(out, o.pool)
+	for _, c := range ch.Containers {
+		for _, o := range c.Opts {
+			if !slices.Contains(out, o.Pool) {
+				out = append(out, o.Pool)
 			}
 		}
 	}
-	for _, o := range ch.also {
-		if !slices.Contains(out, o.pool) {
-			out = append(out, o.pool)
+	for _, o := range ch.Also {
+		if !slices.Contains(out, o.Pool) {
+			out = append(out, o.Pool)
 		}
 	}
 	return out
 }
 
-// tolerations are those of every alternative's candidate (repeated ones
-// too: the pod may land on their pools), then the policy's own.
-func (ch *altChoice) tolerations(d policy.Decision) []corev1.Toleration {
-	var ts []corev1.Toleration
-	for _, c := range ch.containers {
-		for _, o := range c.opts {
-			ts = append(ts, o.a.cand.Tolerations...)
-		}
+// PoolNames are the names of Pools.
+func (ch *AltChoice) PoolNames() []string {
+	pools := ch.Pools()
+	names := make([]string, len(pools))
+	for i, p := range pools {
+		names[i] = p.Name
 	}
-	for _, o := range ch.also {
-		ts = append(ts, o.a.cand.Tolerations...)
-	}
-	return append(ts, d.Tolerations...)
+	return names
 }
 
-// chooseAlternatives returns the pod's alternatives, or nil where it is
+// Candidates are every alternative's candidate, container by container,
+// then those that repeat one (Also): the pod may land on any of their pools.
+func (ch *AltChoice) Candidates() []policy.Candidate {
+	var out []policy.Candidate
+	for _, c := range ch.Containers {
+		for _, o := range c.Opts {
+			out = append(out, o.Assignment.Cand)
+		}
+	}
+	for _, o := range ch.Also {
+		out = append(out, o.Assignment.Cand)
+	}
+	return out
+}
+
+// ChooseAlternatives returns the pod's alternatives, or nil where it is
 // placed on one pool as before (see the rules above).
-func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, quota *corev1.ResourceQuota) *altChoice {
+func ChooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, quota *corev1.ResourceQuota) *AltChoice {
 	for _, r := range want.Requests {
 		if r.Kind != intent.App {
 			return nil
 		}
 	}
-	ch := &altChoice{}
+	ch := &AltChoice{}
 	decided := false
 	for _, r := range want.Requests {
-		c := altContainer{req: r}
+		c := AltContainer{Req: r}
 		for _, cand := range d.Placement[r.Container] {
 			pool, a, ok := fitsStatically(pod, r, cand, inv)
 			if !ok {
@@ -170,26 +175,26 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 				if !pool.DRA {
 					return nil
 				}
-				decided, ch.owner = true, cand.SchedulerName
+				decided, ch.Owner = true, cand.SchedulerName
 			}
-			if alt := (altOption{pool: pool, a: a}).alternative(); pool.DRA && slices.ContainsFunc(c.opts, func(o altOption) bool { return o.alternative() == alt }) {
+			if alt := (AltOption{Pool: pool, Assignment: a}).Alternative(); pool.DRA && slices.ContainsFunc(c.Opts, func(o AltOption) bool { return o.Alternative() == alt }) {
 				// The same alternative on another pool of the model (or
 				// named twice): its devices are already selected.
-				ch.also = append(ch.also, altOption{pool: pool, a: a})
+				ch.Also = append(ch.Also, AltOption{Pool: pool, Assignment: a})
 				continue
 			}
 			if why := ch.leaveOut(c, pool, a, quota); why != "" {
-				ch.left = append(ch.left, fmt.Sprintf("container %q, %s candidate on pool %s: %s", r.Container, cand.Backend, pool.Name, why))
+				ch.Left = append(ch.Left, fmt.Sprintf("container %q, %s candidate on pool %s: %s", r.Container, cand.Backend, pool.Name, why))
 				continue
 			}
-			c.opts = append(c.opts, altOption{pool: pool, a: a})
+			c.Opts = append(c.Opts, AltOption{Pool: pool, Assignment: a})
 		}
-		if len(c.opts) == 0 {
+		if len(c.Opts) == 0 {
 			return nil
 		}
-		ch.containers = append(ch.containers, c)
+		ch.Containers = append(ch.Containers, c)
 	}
-	if len(ch.pools()) < 2 || ch.reachesOtherPools(pod, inv) {
+	if len(ch.Pools()) < 2 || ch.reachesOtherPools(pod, inv) {
 		return nil
 	}
 	return ch
@@ -201,12 +206,12 @@ func chooseAlternatives(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv
 // model, a pool another scheduler owns), and on whose nodes the pod's own
 // constraints let it run. An alternative selects by model, which cannot
 // tell such pools apart, so the pod is then placed on one pool as before.
-func (ch *altChoice) reachesOtherPools(pod *corev1.Pod, inv *inventory.Inventory) bool {
-	offered := ch.pools()
-	for _, c := range ch.containers {
-		for _, o := range c.opts {
+func (ch *AltChoice) reachesOtherPools(pod *corev1.Pod, inv *inventory.Inventory) bool {
+	offered := ch.Pools()
+	for _, c := range ch.Containers {
+		for _, o := range c.Opts {
 			for _, p := range inv.Pools {
-				if !p.DRA || p.Model != o.pool.Model || !servesBackend(p, o.a.cand.Backend) || slices.Contains(offered, p) {
+				if !p.DRA || p.Model != o.Pool.Model || !servesBackend(p, o.Assignment.Cand.Backend) || slices.Contains(offered, p) {
 					continue
 				}
 				if _, why := eligibleNodes(pod, p); why == "" {
@@ -221,48 +226,49 @@ func (ch *altChoice) reachesOtherPools(pod *corev1.Pod, inv *inventory.Inventory
 // fitsStatically fits the candidate on its pool by size alone, on a pool
 // where some node the pod's own constraints allow advertises the
 // accounting resource the pod will request.
-func fitsStatically(pod *corev1.Pod, r intent.Request, cand policy.Candidate, inv *inventory.Inventory) (*inventory.Pool, assignment, bool) {
+func fitsStatically(pod *corev1.Pod, r intent.Request, cand policy.Candidate, inv *inventory.Inventory) (*inventory.Pool, Assignment, bool) {
 	pool, ok := inv.Pool(cand.Pool)
 	if !ok {
-		return nil, assignment{}, false
+		return nil, Assignment{}, false
 	}
 	a, err := fit(r, cand, pool)
 	if err != nil {
-		return nil, assignment{}, false
+		return nil, Assignment{}, false
 	}
 	nodes, why := eligibleNodes(pod, pool)
 	if why != "" || !slices.ContainsFunc(nodes, func(n inventory.Node) bool { return n.Allocatable[inventory.ResourceMemoryMiB] > 0 }) {
-		return nil, assignment{}, false
+		return nil, Assignment{}, false
 	}
 	return pool, a, true
 }
 
 // leaveOut says why a fitting candidate is not one of c's alternatives, or "".
-func (ch *altChoice) leaveOut(c altContainer, pool *inventory.Pool, a assignment, quota *corev1.ResourceQuota) string {
+func (ch *AltChoice) leaveOut(c AltContainer, pool *inventory.Pool, a Assignment, quota *corev1.ResourceQuota) string {
 	switch {
 	case !pool.DRA:
 		return "not a DRA pool: a device plugin's resource name would be fixed at admission, which pins the pod to one pool"
-	case a.cand.SchedulerName != ch.owner:
-		return fmt.Sprintf("scheduled by %s, and the pod's other alternatives by %s: a pod waits for one scheduler", schedulerOrDefault(a.cand.SchedulerName), schedulerOrDefault(ch.owner))
-	case len(c.opts) == claim.MaxAlternatives:
+	case a.Cand.SchedulerName != ch.Owner:
+		return fmt.Sprintf("scheduled by %s, and the pod's other alternatives by %s: a pod waits for one scheduler", SchedulerOrDefault(a.Cand.SchedulerName), SchedulerOrDefault(ch.Owner))
+	case len(c.Opts) == claim.MaxAlternatives:
 		return fmt.Sprintf("beyond the %d alternatives a claim request may list", claim.MaxAlternatives)
 	}
-	if left, ok := quotaLeft(quota, pool.ModelResource); ok && left < a.givenMiB {
-		return fmt.Sprintf("the namespace's quota on %s has %d MiB left, less than the %d MiB it gives", pool.ModelResource, left, a.givenMiB)
+	if left, ok := QuotaLeft(quota, pool.ModelResource); ok && left < a.GivenMiB {
+		return fmt.Sprintf("the namespace's quota on %s has %d MiB left, less than the %d MiB it gives", pool.ModelResource, left, a.GivenMiB)
 	}
 	return ""
 }
 
-func schedulerOrDefault(name string) string {
+// SchedulerOrDefault is the scheduler name, or the default scheduler's for "".
+func SchedulerOrDefault(name string) string {
 	if name == "" {
-		return defaultScheduler
+		return corev1.DefaultSchedulerName
 	}
 	return name
 }
 
-// quotaLeft is what the namespace's gpuadmit ResourceQuota leaves of
+// QuotaLeft is what the namespace's gpuadmit ResourceQuota leaves of
 // resource's requests, as its status says; ok is false where it sets none.
-func quotaLeft(q *corev1.ResourceQuota, resource string) (int64, bool) {
+func QuotaLeft(q *corev1.ResourceQuota, resource string) (int64, bool) {
 	if q == nil {
 		return 0, false
 	}

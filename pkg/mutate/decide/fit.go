@@ -1,66 +1,56 @@
-package mutate
+package decide
 
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
-	"github.com/gpuadmit/gpuadmit/pkg/claim"
 	"github.com/gpuadmit/gpuadmit/pkg/intent"
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
-// assignment is what one GPU container gets on the chosen pool.
-type assignment struct {
-	req  intent.Request
-	cand policy.Candidate
-	// resource and quantity are written to the container's requests and limits.
-	resource string
-	quantity int64
-	// givenMiB is the real GPU memory the container receives, all GPUs together.
-	givenMiB int64
-	// profile is the MIG profile given, also where the resource (mig-single's nvidia.com/gpu) does not name it.
-	profile string
-	// why says how the size was found, for the explanation.
-	why string
-	// claimMiB is set for a share on a DRA pool: the container's GPU comes
-	// from a resource claim of that much memory, not from resource.
-	claimMiB int64
+// Assignment is what one GPU container gets on the chosen pool.
+type Assignment struct {
+	Req  intent.Request
+	Cand policy.Candidate
+	// Resource and Quantity are written to the container's requests and limits.
+	Resource string
+	Quantity int64
+	// GivenMiB is the real GPU memory the container receives, all GPUs together.
+	GivenMiB int64
+	// Profile is the MIG profile given, also where the resource (mig-single's nvidia.com/gpu) does not name it.
+	Profile string
+	// Why says how the size was found, for the explanation.
+	Why string
+	// ClaimMiB is set for a share on a DRA pool: the container's GPU comes
+	// from a resource claim of that much memory, not from Resource.
+	ClaimMiB int64
 }
 
-// resources are what the container requests on pool: the GPU resource and
+// Resources are what the container requests on pool: the GPU resource and
 // the accounting resources with the real MiB given, for ResourceQuota.
 // Accounting is never left out: a pod without it would escape every MiB
 // quota, so nodes that do not advertise it take no GPU pod (choose.go).
-func (a assignment) resources(pool *inventory.Pool) map[string]int64 {
-	out := map[string]int64{inventory.ResourceMemoryMiB: a.givenMiB, pool.ModelResource: a.givenMiB}
-	if a.resource != "" {
-		out[a.resource] = a.quantity
+func (a Assignment) Resources(pool *inventory.Pool) corev1.ResourceList {
+	out := map[string]int64{inventory.ResourceMemoryMiB: a.GivenMiB, pool.ModelResource: a.GivenMiB}
+	if a.Resource != "" {
+		out[a.Resource] = a.Quantity
 	}
-	return out
-}
-
-// given describes what the container receives: "nvidia.com/gpu=1 (MIG 1g.5gb, 4864 MiB)".
-func (a assignment) given() string {
-	if a.claimMiB > 0 {
-		return fmt.Sprintf("a claim of %d MiB on one GPU (%s)", a.claimMiB, claim.ClassShare)
-	}
-	if a.profile != "" {
-		return fmt.Sprintf("%s=%d (MIG %s, %d MiB)", a.resource, a.quantity, a.profile, a.givenMiB)
-	}
-	return fmt.Sprintf("%s=%d (%d MiB)", a.resource, a.quantity, a.givenMiB)
+	return resourceList(out)
 }
 
 // fit sizes one request for one candidate, or says why the candidate cannot serve it.
-func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment, error) {
+func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (Assignment, error) {
 	tag := fmt.Sprintf("container %q, %s candidate", r.Container, c.Backend)
 	if c.Rule != "" {
 		tag += " (rule " + c.Rule + ")"
 	}
 	if !servesBackend(pool, c.Backend) {
-		return assignment{}, fmt.Errorf("%s: the pool is %s", tag, poolKind(pool))
+		return Assignment{}, fmt.Errorf("%s: the pool is %s", tag, poolKind(pool))
 	}
-	var a assignment
+	var a Assignment
 	var err error
 	switch c.Backend {
 	case policy.BackendMIG:
@@ -73,9 +63,9 @@ func fit(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment
 		a, err = fitWhole(r, pool)
 	}
 	if err != nil {
-		return assignment{}, fmt.Errorf("%s: %w", tag, err)
+		return Assignment{}, fmt.Errorf("%s: %w", tag, err)
 	}
-	a.req, a.cand = r, c
+	a.Req, a.Cand = r, c
 	return a, nil
 }
 
@@ -99,15 +89,15 @@ func poolKind(pool *inventory.Pool) string {
 	return string(pool.Mode)
 }
 
-func fitMIG(r intent.Request, c policy.Candidate, pool *inventory.Pool) (assignment, error) {
+func fitMIG(r intent.Request, c policy.Candidate, pool *inventory.Pool) (Assignment, error) {
 	pr, why, err := migProfile(r, c, pool)
 	if err != nil {
-		return assignment{}, err
+		return Assignment{}, err
 	}
 	if !covers(r, pr.Profile, pool) {
-		return assignment{}, fmt.Errorf("profile %s (%d MiB) does not cover %s", pr.Name, pr.MemoryMiB, r)
+		return Assignment{}, fmt.Errorf("profile %s (%d MiB) does not cover %s", pr.Name, pr.MemoryMiB, r)
 	}
-	return assignment{resource: pr.Resource, quantity: r.Count, givenMiB: pr.MemoryMiB * r.Count, profile: pr.Name, why: why}, nil
+	return Assignment{Resource: pr.Resource, Quantity: r.Count, GivenMiB: pr.MemoryMiB * r.Count, Profile: pr.Name, Why: why}, nil
 }
 
 // migProfile picks the slice: the policy's, the one asked for, or the smallest that fits.
@@ -184,9 +174,9 @@ func profileNames(pool *inventory.Pool) string {
 	return s
 }
 
-func fitShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
+func fitShare(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 	if r.Count != 1 {
-		return assignment{}, fmt.Errorf("a memory share lives on one GPU; %s spans %d GPUs", r, r.Count)
+		return Assignment{}, fmt.Errorf("a memory share lives on one GPU; %s spans %d GPUs", r, r.Count)
 	}
 	if pool.SharesPerGPU > 0 {
 		return fitOneShare(r, pool)
@@ -196,7 +186,7 @@ func fitShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	}
 	perGPU := pool.UnitsPerGPU()
 	if perGPU == 0 {
-		return assignment{}, fmt.Errorf("the pool's GPU memory is unknown")
+		return Assignment{}, fmt.Errorf("the pool's GPU memory is unknown")
 	}
 	var units int64
 	var why string
@@ -210,36 +200,36 @@ func fitShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
 	case intent.Whole:
 		units, why = perGPU, "all of one GPU's units"
 	default:
-		return assignment{}, fmt.Errorf("%s is a MIG slice, not a memory share", r)
+		return Assignment{}, fmt.Errorf("%s is a MIG slice, not a memory share", r)
 	}
 	if units > perGPU {
-		return assignment{}, fmt.Errorf("%d units of %d MiB exceed one GPU's %d units (%d MiB)", units, pool.ShareUnitMiB, perGPU, pool.GPUMemoryMiB)
+		return Assignment{}, fmt.Errorf("%d units of %d MiB exceed one GPU's %d units (%d MiB)", units, pool.ShareUnitMiB, perGPU, pool.GPUMemoryMiB)
 	}
-	return assignment{resource: pool.Resource, quantity: units, givenMiB: units * pool.ShareUnitMiB, why: why}, nil
+	return Assignment{Resource: pool.Resource, Quantity: units, GivenMiB: units * pool.ShareUnitMiB, Why: why}, nil
 }
 
-func fitWhole(r intent.Request, pool *inventory.Pool) (assignment, error) {
+func fitWhole(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 	count := r.Count
 	switch r.Form {
 	case intent.Profile:
-		return assignment{}, fmt.Errorf("%s is a MIG slice, not a whole GPU", r)
+		return Assignment{}, fmt.Errorf("%s is a MIG slice, not a whole GPU", r)
 	case intent.Memory:
 		if pool.GPUMemoryMiB < r.MemoryMiB {
-			return assignment{}, fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
+			return Assignment{}, fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
 		}
 	}
 	if pool.GPUsPerNode > 0 && count > pool.GPUsPerNode {
-		return assignment{}, fmt.Errorf("%d GPUs in one container, but its nodes have at most %d", count, pool.GPUsPerNode)
+		return Assignment{}, fmt.Errorf("%d GPUs in one container, but its nodes have at most %d", count, pool.GPUsPerNode)
 	}
 	why := fmt.Sprintf("%d whole GPU(s)", count)
-	return assignment{resource: pool.Resource, quantity: count, givenMiB: pool.GPUMemoryMiB * count, why: why}, nil
+	return Assignment{Resource: pool.Resource, Quantity: count, GivenMiB: pool.GPUMemoryMiB * count, Why: why}, nil
 }
 
 // fitOneShare sizes a request on a pool where gpuadmit's agent cuts each GPU
 // into SharesPerGPU equal shares and a container takes exactly one: the
 // request must fit in one share. Taking one device only is what makes the
 // stock scheduler's node-wide count a per-GPU count (allocator.ShareOffer).
-func fitOneShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
+func fitOneShare(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 	var need int64
 	var what string
 	switch r.Form {
@@ -249,29 +239,29 @@ func fitOneShare(r intent.Request, pool *inventory.Pool) (assignment, error) {
 		// A fraction is of the GPU, and a share is 1/SharesPerGPU of it,
 		// whatever MiB the rounding of either comes to.
 		if r.FractionMilli*pool.SharesPerGPU > 1000 {
-			return assignment{}, fmt.Errorf("%d/1000 of a GPU exceeds the pool's one share size, 1/%d of a GPU (%d MiB)",
+			return Assignment{}, fmt.Errorf("%d/1000 of a GPU exceeds the pool's one share size, 1/%d of a GPU (%d MiB)",
 				r.FractionMilli, pool.SharesPerGPU, pool.ShareUnitMiB)
 		}
 		what = fmt.Sprintf("%d/1000 of a GPU", r.FractionMilli)
 	case intent.Whole:
-		return assignment{}, fmt.Errorf("a whole GPU is not a share: the pool cuts each GPU into %d shares of %d MiB",
+		return Assignment{}, fmt.Errorf("a whole GPU is not a share: the pool cuts each GPU into %d shares of %d MiB",
 			pool.SharesPerGPU, pool.ShareUnitMiB)
 	default:
-		return assignment{}, fmt.Errorf("%s is a MIG slice, not a memory share", r)
+		return Assignment{}, fmt.Errorf("%s is a MIG slice, not a memory share", r)
 	}
 	if need > pool.ShareUnitMiB {
-		return assignment{}, fmt.Errorf("%s exceeds the pool's one share size, %d MiB (each GPU is cut into %d shares)",
+		return Assignment{}, fmt.Errorf("%s exceeds the pool's one share size, %d MiB (each GPU is cut into %d shares)",
 			what, pool.ShareUnitMiB, pool.SharesPerGPU)
 	}
 	why := fmt.Sprintf("%s fits the pool's one share size, %d MiB (1/%d of a GPU)", what, pool.ShareUnitMiB, pool.SharesPerGPU)
-	return assignment{resource: pool.Resource, quantity: 1, givenMiB: pool.ShareUnitMiB, why: why}, nil
+	return Assignment{Resource: pool.Resource, Quantity: 1, GivenMiB: pool.ShareUnitMiB, Why: why}, nil
 }
 
 // fitClaim sizes a share on a DRA pool: the memory, rounded up to the
 // driver's step, asked of one GPU as consumable capacity. The scheduler
 // places the claim on a GPU with that much room, so any size up to one
 // GPU's shareable memory is fine; a whole GPU's fraction takes all of it.
-func fitClaim(r intent.Request, pool *inventory.Pool) (assignment, error) {
+func fitClaim(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 	step := pool.ShareUnitMiB
 	most := pool.GPUMemoryMiB / step * step // the driver's default: every whole step
 	var mib int64
@@ -284,10 +274,32 @@ func fitClaim(r intent.Request, pool *inventory.Pool) (assignment, error) {
 		mib = allocator.FractionShareUnits(r.FractionMilli, pool.GPUMemoryMiB, step) * step
 		why = fmt.Sprintf("%d/1000 of the GPU's %d MiB in whole %d MiB steps", r.FractionMilli, pool.GPUMemoryMiB, step)
 	default:
-		return assignment{}, fmt.Errorf("%s is not a memory share", r)
+		return Assignment{}, fmt.Errorf("%s is not a memory share", r)
 	}
 	if mib > most {
-		return assignment{}, fmt.Errorf("%d MiB exceed the %d MiB a share of one %d MiB GPU can have", mib, most, pool.GPUMemoryMiB)
+		return Assignment{}, fmt.Errorf("%d MiB exceed the %d MiB a share of one %d MiB GPU can have", mib, most, pool.GPUMemoryMiB)
 	}
-	return assignment{givenMiB: mib, claimMiB: mib, why: why}, nil
+	return Assignment{GivenMiB: mib, ClaimMiB: mib, Why: why}, nil
+}
+
+// fitReplicas sizes a request on a time-sliced pool: one replica per GPU
+// asked. A replica sees its whole GPU's memory and compute, shared with the
+// GPU's other replicas, so a memory request fits when the GPU is that big
+// and a fraction fits any replica; nothing makes it the container's alone.
+// A replica accounts for its GPU's memory over the replicas.
+func fitReplicas(r intent.Request, pool *inventory.Pool) (Assignment, error) {
+	switch r.Form {
+	case intent.Profile:
+		return Assignment{}, fmt.Errorf("%s is a MIG slice, not a time-sliced replica", r)
+	case intent.Memory:
+		if pool.GPUMemoryMiB < r.MemoryMiB {
+			return Assignment{}, fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
+		}
+	}
+	if most := pool.GPUsPerNode * pool.ReplicasPerGPU; most > 0 && r.Count > most {
+		return Assignment{}, fmt.Errorf("%d replicas in one container, but its nodes have at most %d", r.Count, most)
+	}
+	per := pool.GPUMemoryMiB / max(pool.ReplicasPerGPU, 1)
+	why := fmt.Sprintf("%d time-sliced replica(s), each of a %d MiB GPU cut %d ways in time", r.Count, pool.GPUMemoryMiB, pool.ReplicasPerGPU)
+	return Assignment{Resource: pool.Resource, Quantity: r.Count, GivenMiB: per * r.Count, Why: why}, nil
 }

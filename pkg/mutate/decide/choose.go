@@ -1,6 +1,7 @@
-package mutate
+package decide
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -17,26 +18,47 @@ import (
 	"github.com/gpuadmit/gpuadmit/pkg/policy"
 )
 
-// choice is the pool a pod goes to and what each GPU container gets there.
-type choice struct {
-	pool    *inventory.Pool
-	assigns []assignment
-	// skipped says, pool by pool, why earlier candidates were passed over.
-	skipped []string
-	// demand is the pod's GPU resources on the pool, as the scheduler counts them.
-	demand map[string]int64
-	// roomChecked is true when the pools were checked against free
+// Choice is the pool a pod goes to and what each GPU container gets there.
+type Choice struct {
+	Pool    *inventory.Pool
+	Assigns []Assignment
+	// Skipped says, pool by pool, why earlier candidates were passed over.
+	Skipped []string
+	// Demand is the pod's GPU resources on the pool, as the scheduler counts them.
+	Demand map[string]int64
+	// RoomChecked is true when the pools were checked against free
 	// capacity, not allocatable only.
-	roomChecked bool
-	// full says, pool by pool, why no pool had room: the pod then waits
+	RoomChecked bool
+	// Full says, pool by pool, why no pool had room: the pod then waits
 	// for room on the first pool that could ever hold it.
-	full []string
-	// priced is true where the pool was picked by price among those with
+	Full []string
+	// Priced is true where the pool was picked by price among those with
 	// room (pricer), not as the first with room.
-	priced bool
-	// accepted is AnnotationAcceptedModels' value: the models of every
-	// pool the candidates name.
-	accepted string
+	Priced bool
+	// Accepted is record.AnnotationAcceptedModels' value: the models of
+	// every pool the candidates name.
+	Accepted string
+}
+
+// Candidates are the candidates taken, one per GPU container, in order.
+func (ch *Choice) Candidates() []policy.Candidate {
+	out := make([]policy.Candidate, len(ch.Assigns))
+	for i, a := range ch.Assigns {
+		out[i] = a.Cand
+	}
+	return out
+}
+
+// Choose is choose over the room r says: the free capacity it checks, the
+// pricer of the pick, and, for a pod decided again, its recorded pool. The
+// choice carries the models of every pool the candidates name (Accepted).
+func Choose(ctx context.Context, pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, r Room) (*Choice, []string) {
+	order := poolOrder(want, d)
+	ch, reasons := choose(pod, want, d, inv, r.check(ctx), r.pricer(ctx, order, inv))
+	if ch != nil {
+		ch.Accepted = acceptedModels(order, inv)
+	}
+	return ch, reasons
 }
 
 // choose takes the first pool, in the policy's order of preference, on which
@@ -47,7 +69,7 @@ type choice struct {
 // the pod is full or down, the pod is not denied: it waits for room on the
 // first of them, as it would with no room check. With a pricer, the pool
 // is the cheapest of those with room instead of the first (pricer.cheapest).
-func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, pr *pricer) (*choice, []string) {
+func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, pr *pricer) (*Choice, []string) {
 	ch, reasons := chooseWith(pod, want, d, inv, room, true, pr)
 	if ch != nil {
 		return ch, reasons
@@ -56,14 +78,14 @@ func choose(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.
 	if ch == nil {
 		return nil, reasons
 	}
-	ch.roomChecked, ch.full = room != nil, reasons
+	ch.RoomChecked, ch.Full = room != nil, reasons
 	return ch, nil
 }
 
 // chooseWith is one pass of choose, with or without the room check, on the
 // nodes that take new pods (up) or on all. Without a pricer it takes the
 // first pool with room; with one it tries every pool and takes the cheapest.
-func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, up bool, pr *pricer) (*choice, []string) {
+func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *inventory.Inventory, room roomFunc, up bool, pr *pricer) (*Choice, []string) {
 	var reasons []string
 	var rooms []roomy
 	for _, name := range poolOrder(want, d) {
@@ -77,7 +99,7 @@ func chooseWith(pod *corev1.Pod, want intent.Pod, d policy.Decision, inv *invent
 			reasons = append(reasons, fmt.Sprintf("pool %s: %s", name, why))
 			continue
 		}
-		ch := &choice{pool: pool, assigns: assigns, skipped: reasons, demand: demand, roomChecked: room != nil}
+		ch := &Choice{Pool: pool, Assigns: assigns, Skipped: reasons, Demand: demand, RoomChecked: room != nil}
 		if pr == nil {
 			return ch, nil
 		}
@@ -111,11 +133,11 @@ func poolOrder(want intent.Pod, d policy.Decision) []string {
 
 // onPool fits every GPU container on the pool and returns the pod's demand
 // there, or says why it cannot; with up, only on nodes that take new pods.
-func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool, room roomFunc, up bool) ([]assignment, map[string]int64, string) {
-	if k, v, clash := selectorClash(pod.Spec.NodeSelector, pool.NodeSelector); clash {
+func onPool(pod *corev1.Pod, want intent.Pod, d policy.Decision, pool *inventory.Pool, room roomFunc, up bool) ([]Assignment, map[string]int64, string) {
+	if k, v, clash := SelectorClash(pod.Spec.NodeSelector, pool.NodeSelector); clash {
 		return nil, nil, fmt.Sprintf("the pod's nodeSelector %s=%s excludes it (the pool needs %s=%s)", k, pod.Spec.NodeSelector[k], k, v)
 	}
-	assigns := make([]assignment, 0, len(want.Requests))
+	assigns := make([]Assignment, 0, len(want.Requests))
 	for _, r := range want.Requests {
 		a, why := firstFit(r, d.Placement[r.Container], pool)
 		if why != "" {
@@ -246,7 +268,7 @@ func unconstrained(pod *corev1.Pod) bool {
 }
 
 // firstFit takes the container's first candidate on this pool that fits.
-func firstFit(r intent.Request, cands []policy.Candidate, pool *inventory.Pool) (assignment, string) {
+func firstFit(r intent.Request, cands []policy.Candidate, pool *inventory.Pool) (Assignment, string) {
 	var whys []string
 	for _, c := range cands {
 		if c.Pool != pool.Name {
@@ -259,12 +281,14 @@ func firstFit(r intent.Request, cands []policy.Candidate, pool *inventory.Pool) 
 		whys = append(whys, err.Error())
 	}
 	if len(whys) == 0 {
-		return assignment{}, fmt.Sprintf("the policy offers it no candidate for container %q", r.Container)
+		return Assignment{}, fmt.Sprintf("the policy offers it no candidate for container %q", r.Container)
 	}
-	return assignment{}, strings.Join(whys, "; ")
+	return Assignment{}, strings.Join(whys, "; ")
 }
 
-func selectorClash(have, need map[string]string) (string, string, bool) {
+// SelectorClash names a key of need that have sets to another value, and
+// need's value; clash is false where have agrees with all of need.
+func SelectorClash(have, need map[string]string) (key, value string, clash bool) {
 	for k, v := range need {
 		if got, ok := have[k]; ok && got != v {
 			return k, v, true
@@ -275,7 +299,7 @@ func selectorClash(have, need map[string]string) (string, string, bool) {
 
 // podDemand counts the pod's GPU resources as Kubernetes does: the larger of
 // the app containers' (and sidecars') sum and the largest init container.
-func podDemand(pod *corev1.Pod, assigns []assignment, pool *inventory.Pool) map[string]int64 {
+func podDemand(pod *corev1.Pod, assigns []Assignment, pool *inventory.Pool) map[string]int64 {
 	p := &corev1.Pod{Spec: corev1.PodSpec{
 		InitContainers: make([]corev1.Container, len(pod.Spec.InitContainers)),
 		Containers:     make([]corev1.Container, len(pod.Spec.Containers)),
@@ -284,8 +308,8 @@ func podDemand(pod *corev1.Pod, assigns []assignment, pool *inventory.Pool) map[
 		p.Spec.InitContainers[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy}
 	}
 	for _, a := range assigns {
-		c := containerOf(p, a.req)
-		c.Resources.Requests = resourceList(a.resources(pool))
+		c := ContainerOf(p, a.Req)
+		c.Resources.Requests = a.Resources(pool)
 	}
 	out := map[string]int64{}
 	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{SkipPodLevelResources: true}) {
@@ -311,16 +335,16 @@ func resourceList(m map[string]int64) corev1.ResourceList {
 	return out
 }
 
-// containerOf finds the container a request was read from.
-func containerOf(pod *corev1.Pod, r intent.Request) *corev1.Container {
+// ContainerOf finds the container a request was read from.
+func ContainerOf(pod *corev1.Pod, r intent.Request) *corev1.Container {
 	if r.Kind == intent.App {
 		return &pod.Spec.Containers[r.Index]
 	}
 	return &pod.Spec.InitContainers[r.Index]
 }
 
-// noPoolMessage says why no pool could take the pod, and what the cluster can serve.
-func noPoolMessage(want intent.Pod, reasons []string, inv *inventory.Inventory) string {
+// NoPoolMessage says why no pool could take the pod, and what the cluster can serve.
+func NoPoolMessage(want intent.Pod, reasons []string, inv *inventory.Inventory) string {
 	asks := make([]string, len(want.Requests))
 	for i, r := range want.Requests {
 		asks[i] = fmt.Sprintf("container %q asks for %s (%s)", r.Container, r, strings.Join(r.Source, ", "))

@@ -1,4 +1,4 @@
-package mutate
+package decide
 
 import (
 	"context"
@@ -8,23 +8,6 @@ import (
 
 	"github.com/gpuadmit/gpuadmit/pkg/inventory"
 )
-
-// AnnotationAcceptedModels lists, sorted and comma-separated, the GPU
-// models of the pools the policy's candidates named for a pod placed on
-// one pool: the models it could have run on. A replica's pod cache keeps it
-// (pkg/webhook's StripPod) so that the pick of one pool knows which of the
-// cluster's pods only some models can serve (Demand).
-//
-// It is part of gpuadmit's record (record.IsOwnAnnotation): a pod that arrives with
-// it forged is decided again and denied where it differs, it is sealed with
-// the record, and the API server keeps it unchanged on update. It steers the
-// pick of one pool only, never the gate: no quota, accounting or record
-// check reads it. A tenant who got a pod past the webhook with a false list
-// (the webhook down and failing open, and the pod labelled gpuadmit.io/managed
-// by hand) could only shift later pods of every tenant a little towards or
-// away from some models, never past a quota or onto a pool their policy
-// does not offer.
-const AnnotationAcceptedModels = "gpuadmit.io/accepted-models"
 
 // Demand is what the pick of one pool knows of the cluster's workload.
 type Demand interface {
@@ -36,7 +19,7 @@ type Demand interface {
 	Need(inv *inventory.Inventory) map[string]float64
 }
 
-// acceptedModels is AnnotationAcceptedModels' value for a pod whose
+// acceptedModels is record.AnnotationAcceptedModels' value for a pod whose
 // candidates name pools: the models of those the inventory has.
 func acceptedModels(order []string, inv *inventory.Inventory) string {
 	var models []string
@@ -85,24 +68,24 @@ func (p *pricer) price(model string) float64 {
 }
 
 // pricer is the pick's pricer for one decision, or nil where the pick
-// keeps the policy's order: no Demand or no Capacity wired, a pod decided
+// keeps the policy's order: no Demand or no Capacity set, a pod decided
 // again for its record (its pool is fixed), or no model any candidate
 // names is needed by pods only some models can serve.
-func (m *Mutator) pricer(ctx context.Context, req Request, order []string, inv *inventory.Inventory) *pricer {
-	if m.opts.Demand == nil || m.opts.Capacity == nil || req.recordedPool != "" {
+func (r Room) pricer(ctx context.Context, order []string, inv *inventory.Inventory) *pricer {
+	if r.Demand == nil || r.Capacity == nil || r.Recorded != "" {
 		return nil
 	}
-	need := m.opts.Demand.Need(inv)
+	need := r.Demand.Need(inv)
 	if !slices.ContainsFunc(order, func(name string) bool { p, ok := inv.Pool(name); return ok && need[p.Model] > 0 }) {
 		return nil
 	}
-	return &pricer{need: need, frees: map[string]float64{}, freeOf: func(model string) float64 { return modelFree(ctx, m.opts.Capacity, inv, model) }}
+	return &pricer{need: need, frees: map[string]float64{}, freeOf: func(model string) float64 { return ModelFree(ctx, r.Capacity, inv, model) }}
 }
 
-// modelFree is the milli-GPU free on the model's pools: each GPU resource's
+// ModelFree is the milli-GPU free on the model's pools: each GPU resource's
 // free units (inventory.Held.PoolFree) times the real memory of one, over
-// a GPU's memory.
-func modelFree(ctx context.Context, c Capacity, inv *inventory.Inventory, model string) float64 {
+// a GPU's memory. It is the denominator of the pick's price.
+func ModelFree(ctx context.Context, c Capacity, inv *inventory.Inventory, model string) float64 {
 	var free float64
 	for i := range inv.Pools {
 		p := inv.Pools[i]
@@ -124,7 +107,7 @@ func modelFree(ctx context.Context, c Capacity, inv *inventory.Inventory, model 
 
 // roomy is a pool that has room for the pod, with its price.
 type roomy struct {
-	ch    *choice
+	ch    *Choice
 	price float64
 	// at is how many reasons were given before it, in the policy's order.
 	at int
@@ -138,11 +121,11 @@ type roomy struct {
 // inventory.ResourceMemoryMiB) than on the first pool with room competes:
 // a whole 80 GB GPU is never given for a 20 GB slice's worth because the
 // slice's model is needed elsewhere.
-func (p *pricer) cheapest(rooms []roomy, reasons []string) *choice {
-	most := rooms[0].ch.demand[inventory.ResourceMemoryMiB]
+func (p *pricer) cheapest(rooms []roomy, reasons []string) *Choice {
+	most := rooms[0].ch.Demand[inventory.ResourceMemoryMiB]
 	best := 0
 	for i, r := range rooms {
-		if r.ch.demand[inventory.ResourceMemoryMiB] <= most && r.price < rooms[best].price {
+		if r.ch.Demand[inventory.ResourceMemoryMiB] <= most && r.price < rooms[best].price {
 			best = i
 		}
 	}
@@ -154,19 +137,19 @@ func (p *pricer) cheapest(rooms []roomy, reasons []string) *choice {
 		j = r.at
 		skipped = append(skipped, p.passedOver(r, b, most))
 	}
-	b.ch.skipped = append(skipped, reasons[j:b.at]...)
-	b.ch.priced = true
+	b.ch.Skipped = append(skipped, reasons[j:b.at]...)
+	b.ch.Priced = true
 	return b.ch
 }
 
 // passedOver says why pool r, with room, was passed over for b.
 func (p *pricer) passedOver(r, b roomy, most int64) string {
-	if mib := r.ch.demand[inventory.ResourceMemoryMiB]; mib > most {
+	if mib := r.ch.Demand[inventory.ResourceMemoryMiB]; mib > most {
 		return fmt.Sprintf("pool %s: has room, but would give the pod %d MiB of GPU memory, more than the %d MiB of the first pool with room",
-			r.ch.pool.Name, mib, most)
+			r.ch.Pool.Name, mib, most)
 	}
-	m := r.ch.pool.Model
+	m := r.ch.Pool.Model
 	return fmt.Sprintf("pool %s: has room, but is priced %.2f against pool %s's %.2f "+
 		"(the expected demand of pods that only some GPU models can serve: %.0f milli-GPU on %s, over its %.0f milli-GPU free)",
-		r.ch.pool.Name, r.price, b.ch.pool.Name, b.price, p.need[m], m, p.free(m))
+		r.ch.Pool.Name, r.price, b.ch.Pool.Name, b.price, p.need[m], m, p.free(m))
 }
