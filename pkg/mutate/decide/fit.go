@@ -210,19 +210,29 @@ func fitShare(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 
 func fitWhole(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 	count := r.Count
-	switch r.Form {
-	case intent.Profile:
-		return Assignment{}, fmt.Errorf("%s is a MIG slice, not a whole GPU", r)
-	case intent.Memory:
-		if pool.GPUMemoryMiB < r.MemoryMiB {
-			return Assignment{}, fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
-		}
+	if err := seesWholeGPU(r, pool, "a whole GPU"); err != nil {
+		return Assignment{}, err
 	}
 	if pool.GPUsPerNode > 0 && count > pool.GPUsPerNode {
 		return Assignment{}, fmt.Errorf("%d GPUs in one container, but its nodes have at most %d", count, pool.GPUsPerNode)
 	}
 	why := fmt.Sprintf("%d whole GPU(s)", count)
 	return Assignment{Resource: pool.Resource, Quantity: count, GivenMiB: pool.GPUMemoryMiB * count, Why: why}, nil
+}
+
+// seesWholeGPU says why r cannot take what, a device that sees its whole
+// GPU (a whole GPU, a time-sliced replica): a MIG slice asked by name is
+// not one, and a memory request must fit in the GPU; nil where it can.
+func seesWholeGPU(r intent.Request, pool *inventory.Pool, what string) error {
+	switch r.Form {
+	case intent.Profile:
+		return fmt.Errorf("%s is a MIG slice, not %s", r, what)
+	case intent.Memory:
+		if pool.GPUMemoryMiB < r.MemoryMiB {
+			return fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
+		}
+	}
+	return nil
 }
 
 // fitOneShare sizes a request on a pool where gpuadmit's agent cuts each GPU
@@ -288,13 +298,8 @@ func fitClaim(r intent.Request, pool *inventory.Pool) (Assignment, error) {
 // and a fraction fits any replica; nothing makes it the container's alone.
 // A replica accounts for its GPU's memory over the replicas.
 func fitReplicas(r intent.Request, pool *inventory.Pool) (Assignment, error) {
-	switch r.Form {
-	case intent.Profile:
-		return Assignment{}, fmt.Errorf("%s is a MIG slice, not a time-sliced replica", r)
-	case intent.Memory:
-		if pool.GPUMemoryMiB < r.MemoryMiB {
-			return Assignment{}, fmt.Errorf("its GPUs have %d MiB, less than the %d MiB asked", pool.GPUMemoryMiB, r.MemoryMiB)
-		}
+	if err := seesWholeGPU(r, pool, "a time-sliced replica"); err != nil {
+		return Assignment{}, err
 	}
 	if most := pool.GPUsPerNode * pool.ReplicasPerGPU; most > 0 && r.Count > most {
 		return Assignment{}, fmt.Errorf("%d replicas in one container, but its nodes have at most %d", r.Count, most)
