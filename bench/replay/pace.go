@@ -26,7 +26,7 @@ func watchSettled(ctx context.Context, cs kubernetes.Interface) (*settled, error
 	inf := f.Core().V1().Pods().Informer()
 	see := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok {
-			if b, u := outcomes([]corev1.Pod{*p}); b+u > 0 {
+			if outcome(p) != podWaiting {
 				s.mu.Lock()
 				s.names[p.Name] = true
 				s.mu.Unlock()

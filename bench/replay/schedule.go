@@ -157,19 +157,35 @@ func (r *replay) settle(ctx context.Context, start time.Time, created int) ([]co
 
 // outcomes counts the pods bound and those the scheduler found no node for.
 func outcomes(pods []corev1.Pod) (bound, unschedulable int) {
-	for _, p := range pods {
-		if p.Spec.NodeName != "" {
+	for i := range pods {
+		switch outcome(&pods[i]) {
+		case podBound:
 			bound++
-			continue
-		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				unschedulable++
-				break
-			}
+		case podUnschedulable:
+			unschedulable++
 		}
 	}
 	return bound, unschedulable
+}
+
+// What the scheduler made of a pod so far.
+const (
+	podWaiting = iota
+	podBound
+	podUnschedulable
+)
+
+// outcome is whether p is bound, marked unschedulable, or neither yet.
+func outcome(p *corev1.Pod) int {
+	if p.Spec.NodeName != "" {
+		return podBound
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return podUnschedulable
+		}
+	}
+	return podWaiting
 }
 
 // usageTrace reads the nodes and slices back and computes gpuadmit's usage
