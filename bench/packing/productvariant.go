@@ -44,6 +44,12 @@ type ProductVariant struct {
 	// NoAltStep drops the cost of each step down the alternatives
 	// (altStep).
 	NoAltStep bool
+	// Spaced revises the workload learned online (Online) at most once
+	// every onlineSpacing(nodes) pods, as the plugin revises it at most
+	// once every so many scheduling cycles (refreshCycles in
+	// scheduler/placement), so that the scores a revision makes stale
+	// are refreshed before the next.
+	Spaced bool
 }
 
 // productModifiers are the names of ProductVariant's fields in a policy
@@ -56,6 +62,7 @@ var productModifiers = map[string]func(*ProductVariant){
 	"blind":  func(v *ProductVariant) { v.ModelBlind = true },
 	"names":  func(v *ProductVariant) { v.ByName = true },
 	"step0":  func(v *ProductVariant) { v.NoAltStep = true },
+	"spaced": func(v *ProductVariant) { v.Spaced = true },
 	"plugin": func(v *ProductVariant) { v.Online, v.PluginKinds, v.ModelBlind, v.ByName = true, true, true, true },
 }
 
@@ -103,6 +110,9 @@ func NewProductVariant(workload []Pod, nodes []Node, v ProductVariant) (*Product
 	g := &Product{deriver: d, variant: v, supply: Supply(nodes)}
 	if v.Online {
 		g.online = newOnlineWorkload()
+		if v.Spaced {
+			g.online.spacing = onlineSpacing(len(nodes))
+		}
 		g.GPUAdmit = &GPUAdmit{placer: allocator.NewPlacer(nil)}
 		return g, nil
 	}
@@ -191,6 +201,13 @@ func mergeKinds(kinds []allocator.FragTask) []allocator.FragTask {
 // distribution of kinds to have moved by that much.
 const onlineRefresh = 0.01
 
+// onlineSpacing is the plugin's spacing of revisions on a cluster of nodes
+// nodes (a copy of scheduler/placement's refreshCycles): a revision makes
+// every kept node score stale and a cycle refreshes at most 128, so a
+// revision waits until the cycles since the last could have refreshed
+// every node.
+func onlineSpacing(nodes int) int { return (nodes + 127) / 128 }
+
 // onlineWorkload is the target workload as gpuadmit-scheduler's plugin
 // derives it (scheduler/placement/workload.go): the pods counted so far,
 // by kind, published as a revision only when the rule of onlineRefresh
@@ -199,6 +216,7 @@ type onlineWorkload struct {
 	count   map[allocator.FragTask]int // kinds with Weight 0
 	pods    int
 	changes int                            // pods counted since the last revision
+	spacing int                            // counts between revisions, at least (Spaced); 0 for none
 	share   map[allocator.FragTask]float64 // as of the last revision; nil before it
 }
 
@@ -220,7 +238,7 @@ func (w *onlineWorkload) revise() ([]allocator.FragTask, bool) {
 	if w.pods == 0 {
 		return nil, false
 	}
-	if w.share != nil && (float64(w.changes) < max(1, onlineRefresh*float64(w.pods)) || w.moved() < onlineRefresh) {
+	if w.share != nil && (float64(w.changes) < max(1, onlineRefresh*float64(w.pods)) || w.changes < w.spacing || w.moved() < onlineRefresh) {
 		return nil, false
 	}
 	w.changes = 0

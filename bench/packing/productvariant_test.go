@@ -21,6 +21,7 @@ func TestParseProductVariant(t *testing.T) {
 		"one modifier":   {name: "product+online", want: ProductVariant{Online: true}, ok: true},
 		"several":        {name: "Product+blind+step0", want: ProductVariant{ModelBlind: true, NoAltStep: true}, ok: true},
 		"the plugin":     {name: "product+plugin", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true}, ok: true},
+		"spaced":         {name: "product+plugin+spaced", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
 		"an unknown one": {name: "product+fast", ok: true, wantErr: `unknown modifier "fast"`},
 	}
 	for name, tc := range tests {
@@ -68,6 +69,29 @@ func TestOnlineWorkloadRevisesByThePluginsRule(t *testing.T) {
 	kinds, _ := w.revise()
 	if kinds != nil {
 		t.Errorf("a revision with nothing new: %v", kinds)
+	}
+}
+
+// Spaced, a revision due waits until spacing pods were counted since the
+// last one.
+func TestOnlineWorkloadSpacesItsRevisions(t *testing.T) {
+	small := allocator.FragTask{GPUs: 1, GPUMilli: 500}
+	large := allocator.FragTask{GPUs: 1, GPUMilli: 1000}
+	w := newOnlineWorkload()
+	w.spacing = 3
+	var got []bool
+	for _, k := range []allocator.FragTask{small, large, large, large, small, large} {
+		w.add(k)
+		_, ok := w.revise()
+		got = append(got, ok)
+	}
+	// the first pod revises; each later one moves the mix by more than 1%,
+	// but only every third count may revise
+	if diff := cmp.Diff([]bool{true, false, false, true, false, false}, got); diff != "" {
+		t.Errorf("revisions (-want +got)\n%s", diff)
+	}
+	if onlineSpacing(1213) != 10 || onlineSpacing(400) != 4 {
+		t.Errorf("spacing at 1,213 and 400 nodes: %d, %d; want 10, 4", onlineSpacing(1213), onlineSpacing(400))
 	}
 }
 

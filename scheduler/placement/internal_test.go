@@ -543,3 +543,39 @@ func TestDerivedWorkloadCountsPlacedDRAPods(t *testing.T) {
 		t.Errorf("a pod sharing the claim placed for another counts as %+v; want it not counted", got)
 	}
 }
+
+// A revision due waits until spacing cycles (snapshots) were taken since
+// the last one, and then comes with every pod counted meanwhile.
+func TestDerivedWorkloadRevisesAtMostOnceInSpacingCycles(t *testing.T) {
+	w, small, large, add := twoKindWorkload()
+	add(10, small)
+	rev, _, _ := w.snapshotPinned(3)
+	add(1, large) // due by refreshShare's rule: 1 of 11 pods, the mix moved by 9%
+	for cycle := 1; cycle < 3; cycle++ {
+		if r, kinds, _ := w.snapshotPinned(3); r != rev || len(kinds) != 1 {
+			t.Fatalf("cycle %d since the revision: revision %d with %d kinds, want %d kept", cycle, r, len(kinds), rev)
+		}
+		add(1, large)
+	}
+	r, kinds, _ := w.snapshotPinned(3)
+	if r == rev || len(kinds) != 2 || kinds[1].weight != 3 && kinds[0].weight != 3 {
+		t.Fatalf("cycle 3 since the revision: revision %d (was %d), kinds %+v; want a new one with 3 large", r, rev, kinds)
+	}
+	if again, _, _ := w.snapshotPinned(3); again != r {
+		t.Errorf("the next cycle: revision %d, want %d kept (nothing changed)", again, r)
+	}
+	add(5, large)
+	if again, _, _ := w.snapshotPinned(3); again != r {
+		t.Errorf("one cycle after a revision: revision %d, want %d kept until 3 cycles passed", again, r)
+	}
+}
+
+// refreshCycles: the cycles to refresh every node at refreshAtMost a cycle.
+func TestRefreshCycles(t *testing.T) {
+	for _, c := range []struct{ at, nodes, want int }{{0, 1213, 10}, {0, 128, 1}, {0, 129, 2}, {3, 10, 4}, {3, 0, 0}} {
+		s := nodeStates{refreshAtMost: c.at}
+		if got := s.refreshCycles(c.nodes); got != c.want {
+			t.Errorf("refreshAtMost %d, %d nodes: %d cycles, want %d", c.at, c.nodes, got, c.want)
+		}
+	}
+}

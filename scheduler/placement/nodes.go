@@ -35,8 +35,10 @@ import (
 // request seen a pass over every node. The 1% of the pods that revises
 // the workload moves a node's costs by little, and until a request's
 // scores are all fresh (after about nodes/refreshAtMost of its pods),
-// nodes are compared under two close workloads. A node that changed, or a
-// request new to it, is scored under the newest revision.
+// nodes are compared under two close workloads. Revisions come at most
+// once in refreshCycles cycles, the cycles one request's pods take to
+// refresh all of its scores. A node that changed, or a request new to it,
+// is scored under the newest revision.
 //
 // PreScore holds mu for the whole cycle, so entries change in one cycle
 // at a time; within it, each node's entry is touched by one goroutine.
@@ -139,6 +141,22 @@ const (
 	refreshAtMostDefault = 128
 )
 
+// refresh is how many stale scores a cycle computes afresh at most.
+func (s *nodeStates) refresh() int {
+	if s.refreshAtMost <= 0 {
+		return refreshAtMostDefault
+	}
+	return s.refreshAtMost
+}
+
+// refreshCycles is how many cycles scoring nodes nodes take to refresh
+// every stale score, at refresh a cycle: the fewest cycles between two
+// revisions of the workload (workload.snapshotPinned).
+func (s *nodeStates) refreshCycles(nodes int) int {
+	r := s.refresh()
+	return (nodes + r - 1) / r
+}
+
 // score scores r on each of nodes: the score the node's entry keeps, or
 // one computed (spread over goroutines, each with a scorer of its own)
 // and kept. It returns the cycle, whose lookup Score
@@ -163,10 +181,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		score  int64
 	}
 	var missed []miss
-	refresh := s.refreshAtMost
-	if refresh <= 0 {
-		refresh = refreshAtMostDefault
-	}
+	refresh := s.refresh()
 	rev := max(set.rev, 1)
 	for _, n := range nodes {
 		name := n.Node().Name

@@ -190,7 +190,7 @@ func (pl *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev
 		klog.FromContext(ctx).V(2).Info("Not scoring pod", "pod", klog.KObj(pod), "err", err)
 		return fwk.NewStatus(fwk.Skip)
 	}
-	rev, kinds, pinned := pl.work.snapshotPinned()
+	rev, kinds, pinned := pl.work.snapshotPinned(pl.nodes.refreshCycles(len(nodes)))
 	state.Write(scoreKey, pl.nodes.score(pl, nodes, r, pl.placers.get(pl, rev, kinds, pinned)))
 	placementDuration.Observe(time.Since(start).Seconds())
 	return nil

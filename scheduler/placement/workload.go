@@ -117,6 +117,7 @@ type workload struct {
 	count   map[counted]int
 	pods    map[types.UID]counted
 	changes int                 // pods counted or forgotten since the last revision
+	cycles  int                 // snapshots taken since the last revision
 	rev     uint64              // revision of kinds
 	kinds   []weighted          // as of rev; nil before the first snapshot
 	pinned  []pinnedKind        // as of rev
@@ -145,19 +146,28 @@ const refreshShare = 0.01
 
 // snapshot returns the workload's revision and kinds, most popular first.
 func (w *workload) snapshot() (uint64, []weighted) {
-	rev, kinds, _ := w.snapshotPinned()
+	rev, kinds, _ := w.snapshotPinned(0)
 	return rev, kinds
 }
 
 // snapshotPinned is snapshot with the revision's GPU kinds by the models
-// they accept.
-func (w *workload) snapshotPinned() (uint64, []weighted, []pinnedKind) {
+// they accept, taken by a scheduling cycle. A new revision is published
+// only once spacing snapshots (cycles) were taken since the last one, as
+// well as by refreshShare's rule. Each revision makes every kept node
+// score stale, and spacing is as many cycles as the pods of one request
+// take to refresh all of theirs (nodeStates.refreshCycles): without it a
+// run of revisions (a cold start, where every pod moves the mix by more
+// than 1%) made nearly every cycle refresh its most, with a memo emptied
+// by each revision. In the simulator, spacing revisions so costs no
+// packing (docs/benchmarks.md, section 6).
+func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind) {
 	if w.fixed != nil {
 		return 0, w.fixed, w.fixedPinned
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.kinds != nil && (float64(w.changes) < max(1, refreshShare*float64(len(w.pods))) || w.moved() < refreshShare) {
+	w.cycles++
+	if w.kinds != nil && (float64(w.changes) < max(1, refreshShare*float64(len(w.pods))) || w.cycles < spacing || w.moved() < refreshShare) {
 		return w.rev, w.kinds, w.pinned
 	}
 	merged := map[kind]float64{}
@@ -184,7 +194,7 @@ func (w *workload) snapshotPinned() (uint64, []weighted, []pinnedKind) {
 		}
 	}
 	w.rev++
-	w.kinds, w.pinned, w.changes = out, pinned, 0
+	w.kinds, w.pinned, w.changes, w.cycles = out, pinned, 0, 0
 	w.share = make(map[counted]float64, len(w.count))
 	for k, c := range w.count {
 		w.share[k] = float64(c) / float64(len(w.pods))
