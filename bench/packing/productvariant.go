@@ -1,6 +1,7 @@
 package packing
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -50,6 +51,11 @@ type ProductVariant struct {
 	// scheduler/placement), so that the scores a revision makes stale
 	// are refreshed before the next.
 	Spaced bool
+	// Refresh is the share of pods that must come, and by which the mix
+	// must move, before a revision of the workload learned online; 0 is
+	// the plugin's, onlineRefresh (refresh1: the 1% the plugin had
+	// before, for comparison).
+	Refresh float64
 }
 
 // productModifiers are the names of ProductVariant's fields in a policy
@@ -63,7 +69,9 @@ var productModifiers = map[string]func(*ProductVariant){
 	"names":  func(v *ProductVariant) { v.ByName = true },
 	"step0":  func(v *ProductVariant) { v.NoAltStep = true },
 	"spaced": func(v *ProductVariant) { v.Spaced = true },
-	"plugin": func(v *ProductVariant) { v.Online, v.PluginKinds, v.ModelBlind, v.ByName = true, true, true, true },
+	// refresh1: the plugin's rule before 5%, revising at 1% moves.
+	"refresh1": func(v *ProductVariant) { v.Refresh = 0.01 },
+	"plugin":   func(v *ProductVariant) { v.Online, v.PluginKinds, v.ModelBlind, v.ByName = true, true, true, true },
 }
 
 // ParseProductVariant reads a policy name "product+MOD+MOD…"; ok is false
@@ -112,6 +120,9 @@ func NewProductVariant(workload []Pod, nodes []Node, v ProductVariant) (*Product
 		g.online = newOnlineWorkload()
 		if v.Spaced {
 			g.online.spacing = onlineSpacing(len(nodes))
+		}
+		if v.Refresh > 0 {
+			g.online.refresh = v.Refresh
 		}
 		g.GPUAdmit = &GPUAdmit{placer: allocator.NewPlacer(nil)}
 		return g, nil
@@ -199,7 +210,7 @@ func mergeKinds(kinds []allocator.FragTask) []allocator.FragTask {
 // cannot be imported here): a new revision of the workload needs that
 // share of the pods counted (and one) to have come since the last, and the
 // distribution of kinds to have moved by that much.
-const onlineRefresh = 0.01
+const onlineRefresh = 0.05
 
 // onlineSpacing is the plugin's spacing of revisions on a cluster of nodes
 // nodes (a copy of scheduler/placement's refreshCycles): a revision makes
@@ -217,6 +228,8 @@ type onlineWorkload struct {
 	pods    int
 	changes int                            // pods counted since the last revision
 	spacing int                            // counts between revisions, at least (Spaced); 0 for none
+	refresh float64                        // the rule's share (Refresh); 0 is onlineRefresh
+	revs    int                            // revisions made
 	share   map[allocator.FragTask]float64 // as of the last revision; nil before it
 }
 
@@ -238,9 +251,11 @@ func (w *onlineWorkload) revise() ([]allocator.FragTask, bool) {
 	if w.pods == 0 {
 		return nil, false
 	}
-	if w.share != nil && (float64(w.changes) < max(1, onlineRefresh*float64(w.pods)) || w.changes < w.spacing || w.moved() < onlineRefresh) {
+	share := cmp.Or(w.refresh, onlineRefresh)
+	if w.share != nil && (float64(w.changes) < max(1, share*float64(w.pods)) || w.changes < w.spacing || w.moved() < share) {
 		return nil, false
 	}
+	w.revs++
 	w.changes = 0
 	w.share = make(map[allocator.FragTask]float64, len(w.count))
 	kinds := make([]allocator.FragTask, 0, len(w.count))

@@ -42,7 +42,7 @@ func TestParseProductVariant(t *testing.T) {
 
 // TestOnlineWorkloadRevisesByThePluginsRule: the first pod makes a
 // revision; pods that keep the mix do not; a new kind revises once the
-// mix has moved by 1% (total variation distance) and 1% of the pods
+// mix has moved by 5% (total variation distance) and 5% of the pods
 // counted have come since the last revision.
 func TestOnlineWorkloadRevisesByThePluginsRule(t *testing.T) {
 	small := allocator.FragTask{GPUs: 1, GPUMilli: 500}
@@ -60,10 +60,14 @@ func TestOnlineWorkloadRevisesByThePluginsRule(t *testing.T) {
 			got = append(got, true)
 		}
 	}
-	got = append(got, revised(large)) // 1 of 200: 0.5% moved
-	got = append(got, revised(large)) // 2 of 201: still under 1%
-	got = append(got, revised(large)) // 3 of 202: 1.5%
-	if diff := cmp.Diff([]bool{true, false, false, true}, got); diff != "" {
+	// k large pods move the mix by k/(199+k): under onlineRefresh (5%)
+	// until the 11th
+	for range 10 {
+		got = append(got, revised(large))
+	}
+	got = append(got, revised(large))
+	want := append(append([]bool{true}, make([]bool, 10)...), true)
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("revisions (-want +got)\n%s", diff)
 	}
 	kinds, _ := w.revise()

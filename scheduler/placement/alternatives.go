@@ -139,10 +139,29 @@ const maxSearch = 10000
 // this file); false when none fits, the node is of more than one model,
 // or the search ran past maxSearch.
 func (v *gpuView) predict(cs []choice) (prediction, bool) {
-	s := search{v: v, left: append([]int64(nil), v.left...), mig: map[string]int64{}, cs: cs}
-	for k, n := range v.mig {
-		s.mig[k] = n
-	}
+	var s search
+	return s.run(v, cs)
+}
+
+// search is predict's depth-first search, in the allocator's order. A
+// scorer keeps one and runs it on node after node, so that a cycle's
+// predictions reuse its buffers rather than allocate each its own.
+type search struct {
+	v     *gpuView
+	left  []int64
+	taken map[string]int64 // MIG devices taken, by class; nil until one is
+	cs    []choice
+	p     prediction
+	steps int
+}
+
+// run is predict with s's buffers: the prediction is good until s's next
+// run.
+func (s *search) run(v *gpuView, cs []choice) (prediction, bool) {
+	s.v, s.cs, s.steps = v, cs, 0
+	s.left = append(s.left[:0], v.left...)
+	clear(s.taken)
+	s.p = prediction{alts: s.p.alts[:0], items: s.p.items[:0], at: s.p.at[:0]}
 	if !s.choice(0) {
 		return prediction{}, false
 	}
@@ -150,16 +169,6 @@ func (v *gpuView) predict(cs []choice) (prediction, bool) {
 		s.p.steps += a
 	}
 	return s.p, true
-}
-
-// search is predict's depth-first search, in the allocator's order.
-type search struct {
-	v     *gpuView
-	left  []int64
-	mig   map[string]int64
-	cs    []choice
-	p     prediction
-	steps int
 }
 
 // choice places choices i onwards; true when all are placed.
@@ -174,17 +183,24 @@ func (s *search) choice(i int) bool {
 		if alt.model != "" && alt.model != s.v.model {
 			continue
 		}
-		if s.mig[alt.migClass] < alt.migs {
-			continue
+		if alt.migs > 0 {
+			if s.v.mig[alt.migClass]-s.taken[alt.migClass] < alt.migs {
+				continue
+			}
+			if s.taken == nil {
+				s.taken = map[string]int64{}
+			}
+			s.taken[alt.migClass] += alt.migs
 		}
-		s.mig[alt.migClass] -= alt.migs
 		n := len(s.p.items)
 		s.p.alts = append(s.p.alts, a)
 		if s.place(i, alt.items) {
 			return true
 		}
 		s.p.alts, s.p.items, s.p.at = s.p.alts[:i], s.p.items[:n], s.p.at[:n]
-		s.mig[alt.migClass] += alt.migs
+		if alt.migs > 0 {
+			s.taken[alt.migClass] -= alt.migs
+		}
 	}
 	return false
 }
@@ -225,7 +241,7 @@ func (c *scorer) scoreChoices(n fwk.NodeInfo, r request, v *gpuView) (float64, b
 	if v == nil {
 		return 0, false
 	}
-	p, ok := v.predict(r.choices)
+	p, ok := c.search.run(v, r.choices)
 	if !ok {
 		return 0, false
 	}

@@ -66,8 +66,8 @@
 // the trace's gpuspec33 list this costs about 2 points of GPU left
 // unallocated; docs/placement.md). A fixed workload has no such start.
 // The plugin scores with the workload as of its last revision, and a new
-// revision is taken once 1% of the pods counted came or went since and the
-// distribution of kinds moved by 1% (total variation distance), so pods
+// revision is taken once 5% of the pods counted came or went since and the
+// distribution of kinds moved by 5% (total variation distance), so pods
 // that keep coming in the same mix do not revise it, and at most once in
 // as many cycles as it takes to refresh every node's score (one per 128
 // nodes scored), so that a cold start, where every pod moves the mix,

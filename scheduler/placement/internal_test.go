@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -226,26 +227,28 @@ func twoKindWorkload() (w *workload, small, large kind, add func(n int, k kind))
 	return w, kind{milliCPU: 1000, gpus: 1}, kind{milliCPU: 8000, gpus: 1}, add
 }
 
-// TestDerivedWorkloadRevisesAfterOnePercent: a new revision (and with it
-// fresh placers, whose memo starts empty) once pods counted or forgotten
-// since the last reach 1% of the pods counted, every change below 100 pods.
-func TestDerivedWorkloadRevisesAfterOnePercent(t *testing.T) {
+// TestDerivedWorkloadRevisesAfterRefreshShare: a new revision (and with
+// it fresh placers, whose memo starts empty) once the pods counted since
+// the last reach refreshShare of the pods counted and the mix moved by as
+// much, not one pod before.
+func TestDerivedWorkloadRevisesAfterRefreshShare(t *testing.T) {
 	w, small, large, add := twoKindWorkload()
-	add(50, small)
+	add(100, small)
 	rev, _ := w.snapshot()
-	add(1, large)
-	if r, kinds := w.snapshot(); r == rev || len(kinds) != 2 {
-		t.Fatalf("51 pods, one new: revision %d (was %d) with %d kinds; want a new one with 2", r, rev, len(kinds))
-	}
-	add(249, small) // 300 pods: a revision needs more than 3 changes
-	rev, _ = w.snapshot()
-	add(3, large)
-	if r, kinds := w.snapshot(); r != rev || kinds[1].weight != 1 {
-		t.Errorf("3 changes, 303 pods: revision %d (was %d), large weighs %v; want the old revision", r, rev, kinds[1].weight)
+	// k large pods move the mix by k/(100+k): the revision needs the
+	// least k with k/(100+k) >= refreshShare.
+	k := int(math.Ceil(refreshShare * 100 / (1 - refreshShare)))
+	add(k-1, large)
+	if r, kinds := w.snapshot(); r != rev || len(kinds) != 1 {
+		t.Fatalf("%d of %d pods new: revision %d (was %d) with %d kinds; want the old one", k-1, 99+k, r, rev, len(kinds))
 	}
 	add(1, large)
-	if r, kinds := w.snapshot(); r == rev || kinds[1].weight != 5 {
-		t.Errorf("4 changes, 304 pods: revision %d (was %d), large weighs %v; want a new one where it weighs 5", r, rev, kinds[1].weight)
+	r, kinds := w.snapshot()
+	if r == rev || len(kinds) != 2 || kinds[1].weight != float64(k) {
+		t.Fatalf("%d of %d pods new: revision %d (was %d), kinds %+v; want a new one where large weighs %d", k, 100+k, r, rev, kinds, k)
+	}
+	if again, _ := w.snapshot(); again != r {
+		t.Errorf("nothing new: revision %d, want %d kept", again, r)
 	}
 }
 
@@ -263,7 +266,7 @@ func TestDerivedWorkloadKeepsItsRevisionWhileTheMixHolds(t *testing.T) {
 			t.Fatalf("%d pods in the same mix: revision %d, want %d kept", len(w.pods), r, rev)
 		}
 	}
-	add(10, large) // 410 pods, 210 large: the mix moved by about 1.2%
+	add(60, large) // 460 pods, 260 large: the mix moved by about 6.5%
 	if r, kinds := w.snapshot(); r == rev || kinds[0].kind != large {
 		t.Errorf("the mix moved: revision %d (was %d), first kind %+v; want a new revision led by large", r, rev, kinds[0].kind)
 	}

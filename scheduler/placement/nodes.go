@@ -32,7 +32,7 @@ import (
 // scores it meets (the first in the cycle's node order) and uses the
 // others as they are, so that a revision costs no cycle a pass over every
 // node: recomputing every score at once would cost the next pod of each
-// request seen a pass over every node. The 1% of the pods that revises
+// request seen a pass over every node. The 5% of the pods that revises
 // the workload moves a node's costs by little, and until a request's
 // scores are all fresh (after about nodes/refreshAtMost of its pods),
 // nodes are compared under two close workloads. Revisions come at most
@@ -57,6 +57,10 @@ type nodeStates struct {
 	reqs  map[reqKey]uint32
 	epoch uint64
 	alike map[stateKey]int // a cycle's scratch: the first node of each state
+	// missed and todo are a cycle's scratch too, kept so that a cycle
+	// that computes many scores does not grow them afresh.
+	missed []miss
+	todo   []int
 	// computed is how many scores the last cycle computed.
 	computed int
 }
@@ -73,6 +77,16 @@ type nodeState struct {
 
 	// cur is the node's score in cycle cur, for Score to look up.
 	cur, curCycle int64
+}
+
+// miss is a node whose score a cycle computes, or takes from an alike
+// node's.
+type miss struct {
+	n      fwk.NodeInfo
+	st     *nodeState
+	view   *gpuView
+	copyOf int // the index in missed of an alike node whose score this one takes; -1 for none
+	score  int64
 }
 
 // kept is a score kept and the workload revision it is of; rev 0 (no
@@ -173,14 +187,8 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	s.cycles++
 	c := &cycle{states: s, n: int64(s.cycles)}
 	req, cacheable := s.number(key, cacheable)
-	type miss struct {
-		n      fwk.NodeInfo
-		st     *nodeState
-		view   *gpuView
-		copyOf int // the index in missed of an alike node whose score this one takes; -1 for none
-		score  int64
-	}
-	var missed []miss
+	missed := s.missed[:0]
+	defer func() { clear(missed); s.missed = missed[:0] }() // kept for the next cycle, holding no node
 	refresh := s.refresh()
 	rev := max(set.rev, 1)
 	for _, n := range nodes {
@@ -206,7 +214,8 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	// Nodes alike score alike: of each state (see stateKey) one node is
 	// computed, the others take its score. A packing scheduler leaves many
 	// nodes idle, and the idle nodes of a type are alike.
-	todo := make([]int, 0, len(missed))
+	todo := s.todo[:0]
+	defer func() { s.todo = todo[:0] }()
 	if s.alike == nil {
 		s.alike = map[stateKey]int{}
 	}

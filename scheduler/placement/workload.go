@@ -133,16 +133,18 @@ func newWorkload() *workload {
 // refreshShare is how far the derived workload may move before snapshot
 // publishes a new revision: at least that share of the pods counted (and
 // one) must have come or gone, and the distribution of kinds must have
-// moved by that much (moved). A revision costs every memoized
-// fragmentation (each placer set memoizes for one revision), and with a
-// revision per GPU pod the memo never outlived a cycle: at 1,213 nodes every
-// Score computed its node's fragmentation afresh. A distribution that moved
-// by 1% scores as the exact one does: replayed through gpuadmit-scheduler,
-// the openb default trace ends within 0.02 pp of the simulator, whose
-// target workload is the whole pod list (docs/benchmarks.md, section 4).
-// Kinds that differ only by the models they accept count apart here, so
-// that pods pinned to a model in a new proportion revise the price.
-const refreshShare = 0.01
+// moved by that much (moved). A revision makes every kept node score
+// stale, to be computed afresh with an empty fragmentation memo (each
+// placer set memoizes for one revision). At 1% the paced replay of
+// gpuspec33 on 400 nodes revised the workload about 300 times in 2,550
+// cycles, which made cycles compute 40 node scores on average where a
+// fixed workload's computed 12, and the placement time's p99 was about
+// twice as high. In the simulator, 5% packs as 1% does (gpuspec33 and
+// gpuspec20, seeds 42–51, 400 and 1,213 nodes; docs/benchmarks.md,
+// section 6). Kinds that differ only by the models they accept count
+// apart here, so that pods pinned to a model in a new proportion revise
+// the price.
+const refreshShare = 0.05
 
 // snapshot returns the workload's revision and kinds, most popular first.
 func (w *workload) snapshot() (uint64, []weighted) {
@@ -370,6 +372,7 @@ func (s *placerSet) put(c *scorer) {
 type scorer struct {
 	set     *placerSet
 	placers map[shape]*allocator.Placer
+	search  search // predict's buffers (scoreChoices)
 }
 
 // placer is the placement cost on nodes of shape sh.
