@@ -61,7 +61,9 @@ type ProductVariant struct {
 // productModifiers are the names of ProductVariant's fields in a policy
 // name: "product+online+blind" is Product with Online and ModelBlind.
 // "plugin" sets every difference the plugin has (not NoAltStep, which it
-// does not have).
+// does not have, nor Refresh). Since the plugin spaces its revisions
+// (scheduler/placement, cce14c5) that includes Spaced: figures of
+// product+plugin from before were of the plugin without it, at a 1% rule.
 var productModifiers = map[string]func(*ProductVariant){
 	"online": func(v *ProductVariant) { v.Online = true },
 	"kinds":  func(v *ProductVariant) { v.PluginKinds = true },
@@ -71,7 +73,9 @@ var productModifiers = map[string]func(*ProductVariant){
 	"spaced": func(v *ProductVariant) { v.Spaced = true },
 	// refresh1: the plugin's rule before 5%, revising at 1% moves.
 	"refresh1": func(v *ProductVariant) { v.Refresh = 0.01 },
-	"plugin":   func(v *ProductVariant) { v.Online, v.PluginKinds, v.ModelBlind, v.ByName = true, true, true, true },
+	"plugin": func(v *ProductVariant) {
+		v.Online, v.PluginKinds, v.ModelBlind, v.ByName, v.Spaced = true, true, true, true, true
+	},
 }
 
 // ParseProductVariant reads a policy name "product+MOD+MOD…"; ok is false
@@ -88,6 +92,9 @@ func ParseProductVariant(name string) (v ProductVariant, ok bool, err error) {
 				strings.Join(slices.Sorted(maps.Keys(productModifiers)), ", "))
 		}
 		set(&v)
+	}
+	if (v.Spaced || v.Refresh > 0) && !v.Online {
+		return v, true, fmt.Errorf("policy %q: spaced and refresh1 change how the workload is learned online: name online (or plugin) too", name)
 	}
 	return v, true, nil
 }
@@ -229,7 +236,7 @@ type onlineWorkload struct {
 	changes int                            // pods counted since the last revision
 	spacing int                            // counts between revisions, at least (Spaced); 0 for none
 	refresh float64                        // the rule's share (Refresh); 0 is onlineRefresh
-	revs    int                            // revisions made
+	cycles  int                            // revise calls (pods admitted) since the last revision
 	share   map[allocator.FragTask]float64 // as of the last revision; nil before it
 }
 
@@ -248,15 +255,15 @@ func (w *onlineWorkload) add(t allocator.FragTask) {
 // revise returns the kinds weighted by their share and true where a new
 // revision is due; false keeps the last.
 func (w *onlineWorkload) revise() ([]allocator.FragTask, bool) {
+	w.cycles++ // as the plugin counts its scheduling cycles, GPU or not
 	if w.pods == 0 {
 		return nil, false
 	}
 	share := cmp.Or(w.refresh, onlineRefresh)
-	if w.share != nil && (float64(w.changes) < max(1, share*float64(w.pods)) || w.changes < w.spacing || w.moved() < share) {
+	if w.share != nil && (float64(w.changes) < max(1, share*float64(w.pods)) || w.cycles < w.spacing || w.moved() < share) {
 		return nil, false
 	}
-	w.revs++
-	w.changes = 0
+	w.changes, w.cycles = 0, 0
 	w.share = make(map[allocator.FragTask]float64, len(w.count))
 	kinds := make([]allocator.FragTask, 0, len(w.count))
 	for t, c := range w.count {

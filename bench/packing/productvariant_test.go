@@ -20,8 +20,10 @@ func TestParseProductVariant(t *testing.T) {
 		"not a variant":  {name: "product"},
 		"one modifier":   {name: "product+online", want: ProductVariant{Online: true}, ok: true},
 		"several":        {name: "Product+blind+step0", want: ProductVariant{ModelBlind: true, NoAltStep: true}, ok: true},
-		"the plugin":     {name: "product+plugin", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true}, ok: true},
+		"the plugin":     {name: "product+plugin", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
+		"the old rule":   {name: "product+online+refresh1", want: ProductVariant{Online: true, Refresh: 0.01}, ok: true},
 		"spaced":         {name: "product+plugin+spaced", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
+		"spaced alone":   {name: "product+spaced", ok: true, wantErr: "name online"},
 		"an unknown one": {name: "product+fast", ok: true, wantErr: `unknown modifier "fast"`},
 	}
 	for name, tc := range tests {
@@ -89,7 +91,7 @@ func TestOnlineWorkloadSpacesItsRevisions(t *testing.T) {
 		_, ok := w.revise()
 		got = append(got, ok)
 	}
-	// the first pod revises; each later one moves the mix by more than 1%,
+	// the first pod revises; each later one moves the mix by more than 5%,
 	// but only every third count may revise
 	if diff := cmp.Diff([]bool{true, false, false, true, false, false}, got); diff != "" {
 		t.Errorf("revisions (-want +got)\n%s", diff)

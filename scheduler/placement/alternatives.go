@@ -162,6 +162,7 @@ func (s *search) run(v *gpuView, cs []choice) (prediction, bool) {
 	s.left = append(s.left[:0], v.left...)
 	clear(s.taken)
 	s.p = prediction{alts: s.p.alts[:0], items: s.p.items[:0], at: s.p.at[:0]}
+	defer func() { s.v, s.cs = nil, nil }() // keep no node's view past the run
 	if !s.choice(0) {
 		return prediction{}, false
 	}

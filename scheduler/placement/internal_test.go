@@ -582,3 +582,18 @@ func TestRefreshCycles(t *testing.T) {
 		}
 	}
 }
+
+// refreshCycles counts the nodes whose scores the plugin keeps, when they
+// are more than the cycle's feasible nodes: a revision stales them all.
+func TestRefreshCyclesCountsTheNodesKept(t *testing.T) {
+	s := nodeStates{refreshAtMost: 10, m: map[string]*nodeState{}}
+	for i := range 95 {
+		s.m[fmt.Sprint(i)] = &nodeState{}
+	}
+	if got := s.refreshCycles(3); got != 10 {
+		t.Errorf("3 feasible nodes, 95 kept: %d cycles, want 10", got)
+	}
+	if got := s.refreshCycles(101); got != 11 {
+		t.Errorf("101 feasible nodes, 95 kept: %d cycles, want 11", got)
+	}
+}

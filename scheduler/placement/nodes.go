@@ -37,7 +37,8 @@ import (
 // scores are all fresh (after about nodes/refreshAtMost of its pods),
 // nodes are compared under two close workloads. Revisions come at most
 // once in refreshCycles cycles, the cycles one request's pods take to
-// refresh all of its scores. A node that changed, or a request new to it,
+// refresh all of its scores (with several requests interleaved, each
+// refreshes only its own, so some stay stale longer). A node that changed, or a request new to it,
 // is scored under the newest revision.
 //
 // PreScore holds mu for the whole cycle, so entries change in one cycle
@@ -163,12 +164,18 @@ func (s *nodeStates) refresh() int {
 	return s.refreshAtMost
 }
 
-// refreshCycles is how many cycles scoring nodes nodes take to refresh
-// every stale score, at refresh a cycle: the fewest cycles between two
-// revisions of the workload (workload.snapshotPinned).
+// refreshCycles is how many cycles it takes to refresh every score a
+// revision makes stale, at refresh a cycle, for a cycle that scores nodes
+// nodes: a revision stales the scores of every node kept, not only of the
+// nodes feasible for this pod, so the larger of the two counts. It is the
+// fewest cycles between two revisions of the workload
+// (workload.snapshotPinned).
 func (s *nodeStates) refreshCycles(nodes int) int {
+	s.mu.Lock()
+	kept := len(s.m)
+	s.mu.Unlock()
 	r := s.refresh()
-	return (nodes + r - 1) / r
+	return (max(nodes, kept) + r - 1) / r
 }
 
 // score scores r on each of nodes: the score the node's entry keeps, or

@@ -143,7 +143,8 @@ func newWorkload() *workload {
 // gpuspec20, seeds 42–51, 400 and 1,213 nodes; docs/benchmarks.md,
 // section 6). Kinds that differ only by the models they accept count
 // apart here, so that pods pinned to a model in a new proportion revise
-// the price.
+// the price, once the whole mix moved by 5%: a pinned kind that grows from
+// 1% to 3% of the pods does not by itself.
 const refreshShare = 0.05
 
 // snapshot returns the workload's revision and kinds, most popular first.
@@ -159,9 +160,11 @@ func (w *workload) snapshot() (uint64, []weighted) {
 // score stale, and spacing is as many cycles as the pods of one request
 // take to refresh all of theirs (nodeStates.refreshCycles): without it a
 // run of revisions (a cold start, where every pod moves the mix by more
-// than 1%) made nearly every cycle refresh its most, with a memo emptied
-// by each revision. In the simulator, spacing revisions so costs no
-// packing (docs/benchmarks.md, section 6).
+// than refreshShare) made nearly every cycle refresh its most, with a memo
+// emptied by each revision. In the simulator, spacing revisions so costs
+// no packing (docs/benchmarks.md, section 6). New scarcity prices under
+// one revision (placerCache) stale the scores too and are not spaced:
+// they change only with the supply, when nodes or slices come or go.
 func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind) {
 	if w.fixed != nil {
 		return 0, w.fixed, w.fixedPinned
