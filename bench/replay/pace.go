@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 type settled struct {
 	mu    sync.Mutex
 	names map[string]bool
+	gone  []string // pods deleted: nothing in the replay deletes one
 }
 
 // watchSettled starts counting the settled pods of the replay's namespace.
@@ -33,7 +35,17 @@ func watchSettled(ctx context.Context, cs kubernetes.Interface) (*settled, error
 			}
 		}
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }}); err != nil {
+	deleted := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if p, ok := obj.(*corev1.Pod); ok {
+			s.mu.Lock()
+			s.gone = append(s.gone, p.Name)
+			s.mu.Unlock()
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }, DeleteFunc: deleted}); err != nil {
 		return nil, err
 	}
 	f.Start(ctx.Done())
@@ -51,8 +63,13 @@ func (s *settled) count() int {
 }
 
 // waitBelow waits until at most most of the created pods are unsettled.
+// It fails once a pod was deleted: the pod it would wait for may be gone,
+// and the run is no longer the trace.
 func (s *settled) waitBelow(ctx context.Context, created, most int) error {
 	for created-s.count() > most {
+		if err := s.goneErr(); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -61,3 +78,20 @@ func (s *settled) waitBelow(ctx context.Context, created, most int) error {
 	}
 	return nil
 }
+
+// goneErr is an error naming the pods deleted during the replay, nil for
+// none. gpuadmit's handover deletes pods that wait for gpuadmit-scheduler
+// once its Lease is no longer renewed (their controllers make them again,
+// for the scheduler that took the pools over); the replay's pods have no
+// controller that does.
+func (s *settled) goneErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.gone) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d pods deleted during the replay (%v); gpuadmit's handover replaces pods waiting for gpuadmit-scheduler when its Lease lapses: see the controller's log", errPodsGone, len(s.gone), s.gone[:min(len(s.gone), 5)])
+}
+
+// errPodsGone marks a replay whose pods were deleted under it.
+var errPodsGone = errors.New("pods gone")
