@@ -90,8 +90,11 @@ func (s *settled) goneErr() error {
 	if len(s.gone) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %d pods deleted during the replay (%v); gpuadmit's handover replaces pods waiting for gpuadmit-scheduler when its Lease lapses: see the controller's log", errPodsGone, len(s.gone), s.gone[:min(len(s.gone), 5)])
+	return fmt.Errorf("%w: %d pods deleted during the replay (%v); %s", errPodsGone, len(s.gone), s.gone[:min(len(s.gone), 5)], whyGone)
 }
 
 // errPodsGone marks a replay whose pods were deleted under it.
 var errPodsGone = errors.New("pods gone")
+
+// whyGone is what deletes a replay's pods, as its errors say.
+const whyGone = "gpuadmit's handover replaces pods waiting for gpuadmit-scheduler when its Lease lapses: see the controller's log"

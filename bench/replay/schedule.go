@@ -132,7 +132,7 @@ func (r *replay) settle(ctx context.Context, start time.Time, created int) ([]co
 			return nil, err
 		}
 		if len(pods.Items) < created {
-			return nil, fmt.Errorf("%w: %d of the %d pods created are left; gpuadmit's handover replaces pods waiting for gpuadmit-scheduler when its Lease lapses: see the controller's log", errPodsGone, len(pods.Items), created)
+			return nil, fmt.Errorf("%w: %d of the %d pods created are left; %s", errPodsGone, len(pods.Items), created, whyGone)
 		}
 		bound, unschedulable := outcomes(pods.Items)
 		if bound+unschedulable == created && bound == lastBound {

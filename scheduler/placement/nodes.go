@@ -38,8 +38,8 @@ import (
 // nodes are compared under two close workloads. Revisions come at most
 // once in refreshCycles cycles, the cycles one request's pods take to
 // refresh all of its scores (with several requests interleaved, each
-// refreshes only its own, so some stay stale longer). A node that changed, or a request new to it,
-// is scored under the newest revision.
+// refreshes only its own, so some stay stale longer). A node that
+// changed, or a request new to it, is scored under the newest revision.
 //
 // PreScore holds mu for the whole cycle, so entries change in one cycle
 // at a time; within it, each node's entry is touched by one goroutine.
