@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -272,6 +274,62 @@ func TestDerivedWorkloadKeepsItsRevisionWhileTheMixHolds(t *testing.T) {
 	}
 }
 
+// The derived workload skips computing how far the mix moved while too few
+// pods changed for it to reach refreshShare (stillWithin): over random
+// arrivals, departures and changes of kind among 40 kinds, no snapshot that
+// kept its revision had, by moved computed afresh, a mix moved by
+// refreshShare while the other rules let it revise, and the skip did skip.
+func TestDerivedWorkloadSkipsOnlyChecksThatCannotRevise(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		w := newWorkload()
+		kinds := make([]counted, 40)
+		for i := range kinds {
+			kinds[i] = counted{kind: kind{milliCPU: int64(1000 * (i + 1)), gpus: 1}}
+		}
+		uid := 0
+		var live []types.UID
+		skew := 0 // the kinds new pods favour drift, so that the mix moves
+		checks, revisions := 0, 0
+		for step := range 3000 {
+			switch x := rng.IntN(10); {
+			case x < 6 || len(live) < 20:
+				uid++
+				live = append(live, types.UID(fmt.Sprint(uid)))
+				w.set(live[len(live)-1], kinds[(skew+rng.IntN(8))%len(kinds)], nil, true)
+			case x < 9:
+				i := rng.IntN(len(live))
+				w.set(live[i], counted{}, nil, false)
+				live = slices.Delete(live, i, i+1)
+			default:
+				w.set(live[rng.IntN(len(live))], kinds[rng.IntN(len(kinds))], nil, true)
+			}
+			if step%150 == 0 {
+				skew++
+			}
+			w.mu.Lock()
+			due := w.kinds != nil && float64(w.changes) >= max(1, refreshShare*float64(len(w.pods)))
+			moved := w.moved()
+			w.mu.Unlock()
+			was := w.rev
+			rev, _, _ := w.snapshotPinned(0)
+			switch {
+			case rev != was:
+				revisions++
+			case due:
+				checks++
+				if moved >= refreshShare {
+					t.Fatalf("seed %d, step %d: the mix moved by %.4f since revision %d, %d changes, %d pods; want a new revision",
+						seed, step, moved, rev, w.changes, len(w.pods))
+				}
+			}
+		}
+		if revisions < 5 || w.quiet <= w.changes && checks == 0 {
+			t.Errorf("seed %d: %d revisions, %d kept snapshots due by count; want a drifting mix that revises and is checked", seed, revisions, checks)
+		}
+	}
+}
+
 // holder is a claim tracker of claims by name and pending allocations by UID.
 type holder struct {
 	claims  map[string]*resourceapi.ResourceClaim
@@ -406,6 +464,61 @@ func TestKeptScoresEndWithTheWorkloadRevision(t *testing.T) {
 	}
 }
 
+// A node forgotten (not scored for forgetAfter cycles) gives its slot of
+// the kept scores to the next new node, which scores as itself, not with
+// the scores kept for the node before it; and a version count about to
+// wrap ends every kept score rather than let an old one pass for new.
+func TestKeptScoresBelongToTheirNode(t *testing.T) {
+	nodes, under, _ := revisionNodes(t)
+	var fresh nodeStates
+	want := under(&fresh, 1, onesKinds)
+	if want["n0"] == want["n3"] {
+		t.Fatalf("n0 and n3 both score %d: the test proves nothing", want["n0"])
+	}
+	var s nodeStates
+	under(&s, 1, onesKinds)
+	n0 := nodes[0]
+	for range 2 * forgetAfter { // n0 is not scored: forgotten at the next sweep (every forgetAfter cycles)
+		s.score(&Plugin{}, nodes[1:], mustRequest(t), newPlacerSet(1, onesKinds))
+	}
+	if _, ok := s.m["n0"]; ok || len(s.free) != 1 {
+		t.Fatalf("after %d cycles without n0: kept %v, %d free slots; want it forgotten", 2*forgetAfter, ok, len(s.free))
+	}
+	// n0 comes back as a copy of n3, in n0's old slot.
+	twin := framework.NewNodeInfo()
+	for _, p := range nodes[3].GetPods() {
+		twin.AddPod(p.GetPod())
+	}
+	twin.SetNode(n0.Node())
+	nodes[0] = twin
+	got := under(&s, 1, onesKinds)
+	if got["n0"] != want["n3"] {
+		t.Errorf("n0 back with n3's pods in a reused slot scores %d, want %d (n3's); %d is the old n0's", got["n0"], want["n3"], want["n0"])
+	}
+	nodes[0] = n0
+
+	var wrap nodeStates
+	wrap.ver = math.MaxUint32 - 3 // the eight nodes' entries take the versions past the last
+	under(&wrap, 1, onesKinds)
+	if again := under(&wrap, 1, onesKinds); !cmp.Equal(want, again) {
+		t.Errorf("scores across the version wrap (-fresh +kept):\n%s", cmp.Diff(want, again))
+	}
+	if wrap.computed != 0 {
+		t.Errorf("second cycle after the wrap computed %d scores, want all kept", wrap.computed)
+	}
+}
+
+// mustRequest is revisionNodes' request: one share, one CPU.
+func mustRequest(t *testing.T) request {
+	t.Helper()
+	r, err := readRequest(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"cpu": resource.MustParse("1"), allocator.ResourceShare: *resource.NewQuantity(1, resource.DecimalSI)}}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // TestRevisionRefreshesAFewScoresACycle: after a revision, a cycle
 // computes afresh at most refreshAtMost of the stale scores it meets and
 // uses the others as kept, until all are fresh; a request new to the nodes
@@ -423,7 +536,7 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 		for _, n := range nodes {
 			name := n.Node().Name
 			want := old[name]
-			if kept.m[name].scores[0].rev == 2 {
+			if k, ok := kept.find(kept.m[name], 0); ok && k.rev == 2 {
 				fresh, want = fresh+1, revised[name]
 			}
 			if got[name] != want {
