@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	"k8s.io/utils/ptr"
 
@@ -481,8 +482,8 @@ func TestKeptScoresBelongToTheirNode(t *testing.T) {
 	for range 2 * forgetAfter { // n0 is not scored: forgotten at the next sweep (every forgetAfter cycles)
 		s.score(&Plugin{}, nodes[1:], mustRequest(t), newPlacerSet(1, onesKinds))
 	}
-	if _, ok := s.m["n0"]; ok || len(s.free) != 1 {
-		t.Fatalf("after %d cycles without n0: kept %v, %d free slots; want it forgotten", 2*forgetAfter, ok, len(s.free))
+	if entry(&s, "n0") != nil || len(s.free) != 1 {
+		t.Fatalf("after %d cycles without n0: kept %v, %d free slots; want it forgotten", 2*forgetAfter, entry(&s, "n0") != nil, len(s.free))
 	}
 	// n0 comes back as a copy of n3, in n0's old slot.
 	twin := framework.NewNodeInfo()
@@ -506,6 +507,66 @@ func TestKeptScoresBelongToTheirNode(t *testing.T) {
 	if wrap.computed != 0 {
 		t.Errorf("second cycle after the wrap computed %d scores, want all kept", wrap.computed)
 	}
+}
+
+// Entries are found by the NodeInfos of the scheduler's own snapshot,
+// which the cache updates in place: from one cycle to the next, through
+// UpdateSnapshot, a cycle computes afresh only the node a pod came to.
+func TestKeptScoresFollowTheSnapshotsNodeInfos(t *testing.T) {
+	nodes, _, _ := revisionNodes(t)
+	logger := klog.Background()
+	sc := internalcache.New(context.Background(), nil, false, false)
+	for _, n := range nodes {
+		sc.AddNode(logger, n.Node())
+		for _, p := range n.GetPods() {
+			pod := p.GetPod().DeepCopy()
+			pod.Spec.NodeName = n.Node().Name
+			if err := sc.AddPod(logger, pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	snap := internalcache.NewEmptySnapshot()
+	var s nodeStates
+	set := newPlacerSet(1, onesKinds)
+	cycle := func() {
+		t.Helper()
+		if err := sc.UpdateSnapshot(logger, snap); err != nil {
+			t.Fatal(err)
+		}
+		infos, err := snap.NodeInfos().List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.score(&Plugin{}, infos, mustRequest(t), set)
+	}
+	cycle()
+	if s.computed == 0 {
+		t.Fatal("the first cycle computed nothing")
+	}
+	cycle()
+	if s.computed != 0 {
+		t.Errorf("nothing changed: %d scores computed, want 0", s.computed)
+	}
+	pod := nodes[1].GetPods()[0].GetPod().DeepCopy()
+	pod.Name, pod.UID, pod.Spec.NodeName = "came", "came", "n1"
+	if err := sc.AddPod(logger, pod); err != nil {
+		t.Fatal(err)
+	}
+	cycle()
+	if s.computed != 1 || len(s.m) != len(nodes) {
+		t.Errorf("a pod came to n1: %d scores computed, %d entries; want 1 and %d", s.computed, len(s.m), len(nodes))
+	}
+}
+
+// entry is the entry s keeps for the node named name; nil for none.
+func entry(s *nodeStates, name string) *nodeState {
+	for n, st := range s.m {
+		if n.Node().Name == name {
+			return st
+		}
+	}
+	return nil
 }
 
 // mustRequest is revisionNodes' request: one share, one CPU.
@@ -536,7 +597,7 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 		for _, n := range nodes {
 			name := n.Node().Name
 			want := old[name]
-			if k, ok := kept.find(kept.m[name], 0); ok && k.rev == 2 {
+			if k, ok := kept.find(entry(&kept, name), 0); ok && k.rev == 2 {
 				fresh, want = fresh+1, revised[name]
 			}
 			if got[name] != want {
@@ -699,9 +760,9 @@ func TestRefreshCycles(t *testing.T) {
 // refreshCycles counts the nodes whose scores the plugin keeps, when they
 // are more than the cycle's feasible nodes: a revision stales them all.
 func TestRefreshCyclesCountsTheNodesKept(t *testing.T) {
-	s := nodeStates{refreshAtMost: 10, m: map[string]*nodeState{}}
-	for i := range 95 {
-		s.m[fmt.Sprint(i)] = &nodeState{}
+	s := nodeStates{refreshAtMost: 10, m: map[fwk.NodeInfo]*nodeState{}}
+	for range 95 {
+		s.m[framework.NewNodeInfo()] = &nodeState{}
 	}
 	if got := s.refreshCycles(3); got != 10 {
 		t.Errorf("3 feasible nodes, 95 kept: %d cycles, want 10", got)
