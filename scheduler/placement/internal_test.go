@@ -771,3 +771,37 @@ func TestRefreshCyclesCountsTheNodesKept(t *testing.T) {
 		t.Errorf("101 feasible nodes, 95 kept: %d cycles, want 11", got)
 	}
 }
+
+// spellChoices keys requests: lists that differ in any field of any
+// alternative, or in order, spell differently; equal lists alike.
+func TestSpellChoicesTellsListsApart(t *testing.T) {
+	a100 := alternative{model: "A100-40GB", items: []item{{memory: 10 << 30}}}
+	h100 := alternative{model: "H100-80GB", items: []item{{memory: 10 << 30}}}
+	lists := [][]choice{
+		{{a100, h100}},
+		{{h100, a100}},
+		{{a100}, {h100}},
+		{{a100, {model: "H100-80GB", items: []item{{memory: 20 << 30}}}}},
+		{{a100, {model: "H100-80GB", items: []item{{whole: true}}}}},
+		{{a100, {model: "H100-80GB", items: []item{{whole: true}, {whole: true}}}}},
+		{{a100, {model: "H100-80GB", migClass: "mig-1g.10gb.gpuadmit.io", migs: 1}}},
+		{{a100, {model: "H100-80GB", migClass: "mig-1g.10gb.gpuadmit.io", migs: 2}}},
+		{{a100, {model: "H100-80", migClass: "GB", migs: 2}}},
+		{{{items: []item{{shares: 3}}}}},
+	}
+	seen := map[string]int{}
+	for i, l := range lists {
+		k := spellChoices(l)
+		if j, ok := seen[k]; ok {
+			t.Errorf("lists %d and %d spell alike: %q", j, i, k)
+		}
+		seen[k] = i
+		copied := make([]choice, len(l))
+		for c := range l {
+			copied[c] = append(choice(nil), l[c]...)
+		}
+		if again := spellChoices(copied); again != k {
+			t.Errorf("list %d and its copy spell %q and %q", i, k, again)
+		}
+	}
+}
