@@ -499,8 +499,11 @@ func TestKeptScoresBelongToTheirNode(t *testing.T) {
 	nodes[0] = n0
 
 	var wrap nodeStates
-	wrap.ver = math.MaxUint32 - 3 // the eight nodes' entries take the versions past the last
+	wrap.ver = math.MaxUint32 - 3 // the eight nodes' entries would take the versions past the last
 	under(&wrap, 1, onesKinds)
+	if wrap.ver > uint32(len(nodes)) {
+		t.Errorf("versions at %d after a cycle that could wrap them; want them started over", wrap.ver)
+	}
 	if again := under(&wrap, 1, onesKinds); !cmp.Equal(want, again) {
 		t.Errorf("scores across the version wrap (-fresh +kept):\n%s", cmp.Diff(want, again))
 	}

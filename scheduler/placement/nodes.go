@@ -50,7 +50,7 @@ type nodeStates struct {
 	// 0 means refreshAtMostDefault.
 	refreshAtMost int
 
-	mu     sync.Mutex
+	mu sync.Mutex
 	// m holds the entries by the scheduler's NodeInfo of the node: its
 	// snapshot keeps one NodeInfo per node for the node's life, and
 	// overwrites it in place when the node changes (with a new generation,
@@ -58,6 +58,7 @@ type nodeStates struct {
 	// node's name through two pointers, cold in the cache, for every node
 	// of every cycle. A node deleted and added again gets a new NodeInfo,
 	// and a new entry; the old one is forgotten as any node not seen.
+	// (The scheduler's NodeInfo is a pointer, so the key is comparable.)
 	m      map[fwk.NodeInfo]*nodeState
 	cycles uint64 // PreScore calls, to forget nodes no longer seen
 	// reqs numbers the requests scored, so that a node keeps its scores
@@ -153,10 +154,9 @@ func (s *nodeStates) keep(st *nodeState, req uint32, k kept) {
 // reset makes st the entry of a node (new, or changed) at generation gen
 // and slice count sliceGen: a new version, so that none of the scores kept
 // in its slot counts, and no views.
+// The cycle makes room for its resets before it numbers its request
+// (score), so that the versions never wrap within one.
 func (s *nodeStates) reset(st *nodeState, gen int64, sliceGen uint64) {
-	if s.ver == math.MaxUint32 {
-		s.forgetScores()
-	}
 	s.ver++
 	st.gen, st.slices, st.ver, st.views = gen, sliceGen, s.ver, nil
 }
@@ -262,7 +262,10 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	s.cycles++
 	c := &cycle{states: s, n: int64(s.cycles)}
 	rev := max(set.rev, 1)
-	if high := uint32(rev >> 32); high != s.revHigh {
+	// Every kept score ends, before the request is numbered, when the
+	// revisions' high half moves or this cycle's resets (one a node at
+	// most) could wrap the versions.
+	if high := uint32(rev >> 32); high != s.revHigh || uint64(s.ver)+uint64(len(nodes)) >= math.MaxUint32 {
 		s.forgetScores()
 		s.revHigh = high
 	}
