@@ -488,8 +488,8 @@ func TestKeptScoresBelongToTheirNode(t *testing.T) {
 	for range 2 * forgetAfter { // n0 is not scored: forgotten at the next sweep (every forgetAfter cycles)
 		s.score(&Plugin{}, nodes[1:], mustRequest(t), newPlacerSet(1, onesKinds))
 	}
-	if entry(&s, "n0") != nil || len(s.free) != 1 {
-		t.Fatalf("after %d cycles without n0: kept %v, %d free slots; want it forgotten", 2*forgetAfter, entry(&s, "n0") != nil, len(s.free))
+	if s.m["n0"] != nil || len(s.free) != 1 {
+		t.Fatalf("after %d cycles without n0: kept %v, %d free slots; want it forgotten", 2*forgetAfter, s.m["n0"] != nil, len(s.free))
 	}
 	// n0 comes back as a copy of n3, in n0's old slot.
 	twin := framework.NewNodeInfo()
@@ -522,7 +522,7 @@ func TestKeptScoresBelongToTheirNode(t *testing.T) {
 
 // Through the scheduler's own cache and snapshot (UpdateSnapshot between
 // cycles), a cycle computes afresh only the node a pod came to.
-func TestKeptScoresFollowTheSnapshotsNodeInfos(t *testing.T) {
+func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
 	nodes, _, _ := revisionNodes(t)
 	logger := klog.Background()
 	sc := internalcache.New(context.Background(), nil, false, false)
@@ -569,9 +569,6 @@ func TestKeptScoresFollowTheSnapshotsNodeInfos(t *testing.T) {
 	}
 }
 
-// entry is the entry s keeps for the node named name; nil for none.
-func entry(s *nodeStates, name string) *nodeState { return s.m[name] }
-
 // mustRequest is revisionNodes' request: one share, one CPU.
 func mustRequest(t *testing.T) request {
 	t.Helper()
@@ -600,7 +597,7 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 		for _, n := range nodes {
 			name := n.Node().Name
 			want := old[name]
-			if k, ok := kept.find(entry(&kept, name), 0); ok && k.rev == 2 {
+			if k, ok := kept.find(kept.m[name], 0); ok && k.rev == 2 {
 				fresh, want = fresh+1, revised[name]
 			}
 			if got[name] != want {
