@@ -45,6 +45,24 @@ type supply struct {
 	of     []nodeModel          // every GPU node's model
 	// accepted caches, by pin.nodes, the models whose nodes match them.
 	accepted map[string]map[string]bool
+	// models is gpus' models, sorted; sized caches accepts by all it
+	// reads of a kind: a revision prices hundreds of kinds, most of them
+	// priced alike at the revision before (several hundred microseconds
+	// of the revision's cycle in the 400-node replay, uncached).
+	models []string
+	sized  map[acceptsKey]acceptsOut
+}
+
+// acceptsKey is what supply.accepts reads of a pinned kind.
+type acceptsKey struct {
+	dra, whole bool
+	item       item
+	pin        pin
+}
+
+type acceptsOut struct {
+	spec  string
+	milli int64
 }
 
 // modelInfo is what sizing a kind on a model needs: the shape of its GPUs
@@ -89,6 +107,7 @@ func (pl *Plugin) refreshSupply(at [2]uint64) {
 	}
 	s.at, s.built = at, true
 	s.gpus, s.shapes, s.of, s.accepted = map[string]int{}, map[string]modelInfo{}, nil, map[string]map[string]bool{}
+	s.models, s.sized = nil, map[acceptsKey]acceptsOut{}
 	if s.nodes == nil {
 		return
 	}
@@ -190,8 +209,21 @@ func (pl *Plugin) prices(pinned []pinnedKind) map[string]float64 {
 // averaged over those models by their GPUs (over every model of its mode
 // where it accepts none).
 func (s *supply) accepts(p pinnedKind) (spec string, milli int64) {
+	k := acceptsKey{dra: p.dra, whole: p.whole, item: p.item, pin: p.pin}
+	if out, ok := s.sized[k]; ok {
+		return out.spec, out.milli
+	}
+	spec, milli = s.size(p)
+	if s.sized != nil {
+		s.sized[k] = acceptsOut{spec: spec, milli: milli}
+	}
+	return spec, milli
+}
+
+// size is accepts, computed.
+func (s *supply) size(p pinnedKind) (spec string, milli int64) {
 	var ms []string
-	for _, m := range slices.Sorted(maps.Keys(s.gpus)) {
+	for _, m := range s.sortedModels() {
 		info := s.shapes[m]
 		if (p.dra && !info.hasDRA) || (!p.dra && !info.hasDP) || !allocator.ModelAllowed(p.pin.models, m) || !s.matches(p, m) {
 			continue
@@ -208,7 +240,7 @@ func (s *supply) accepts(p pinnedKind) (spec string, milli int64) {
 	}
 	over := ms
 	if len(over) == 0 {
-		over = slices.Sorted(maps.Keys(s.gpus))
+		over = s.sortedModels()
 	}
 	var sum, gpus float64
 	for _, m := range over {
@@ -229,6 +261,14 @@ func (s *supply) accepts(p pinnedKind) (spec string, milli int64) {
 		return spec, allocator.MilliPerGPU
 	}
 	return spec, int64(sum/gpus + 0.5)
+}
+
+// sortedModels is the supply's models, sorted, kept in models.
+func (s *supply) sortedModels() []string {
+	if len(s.models) != len(s.gpus) {
+		s.models = slices.Sorted(maps.Keys(s.gpus))
+	}
+	return s.models
 }
 
 // matches reports whether some node of model m matches p's node

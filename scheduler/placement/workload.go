@@ -1,10 +1,10 @@
 package placement
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -191,16 +191,23 @@ func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind
 	for k, n := range merged {
 		out = append(out, weighted{kind: k, weight: n})
 	}
-	sort.Slice(out, func(i, j int) bool { return less(out[i], out[j]) })
-	sort.Slice(pinned, func(i, j int) bool {
-		a, b := pinned[i], pinned[j]
+	// Both orders are total (less reads every field of a kind; a counted
+	// kind is its kind and pin), so the sort's algorithm cannot change
+	// them.
+	slices.SortFunc(out, func(a, b weighted) int { return order(less(a, b), less(b, a)) })
+	slices.SortFunc(pinned, func(a, b pinnedKind) int {
 		if a.kind != b.kind || a.weight != b.weight {
-			return less(weighted{a.kind, a.weight}, weighted{b.kind, b.weight})
+			x, y := weighted{a.kind, a.weight}, weighted{b.kind, b.weight}
+			return order(less(x, y), less(y, x))
 		}
-		return a.pin.nodes < b.pin.nodes || a.pin.nodes == b.pin.nodes && a.pin.models < b.pin.models
+		return cmp.Or(cmp.Compare(a.pin.nodes, b.pin.nodes), cmp.Compare(a.pin.models, b.pin.models))
 	})
+	pinnedNodes := make(map[string]bool, len(w.match))
+	for _, p := range pinned {
+		pinnedNodes[p.pin.nodes] = true
+	}
 	for key := range w.match { // forget the constraints no pod counted has
-		if !slices.ContainsFunc(pinned, func(p pinnedKind) bool { return p.pin.nodes == key }) {
+		if !pinnedNodes[key] {
 			delete(w.match, key)
 		}
 	}
@@ -288,6 +295,17 @@ func less(a, b weighted) bool {
 		return a.shares > b.shares
 	}
 	return a.memory > b.memory
+}
+
+// order is a comparison's result from "a before b" and "b before a".
+func order(before, after bool) int {
+	switch {
+	case before:
+		return -1
+	case after:
+		return 1
+	}
+	return 0
 }
 
 // set records pod uid's kind and pin (ok) or forgets the pod (!ok); match
