@@ -42,6 +42,11 @@ type gpuView struct {
 	model  string
 	mig    map[string]int64
 	migKey string
+	// id is the number of the view's node state, as nodeStates.ids
+	// numbered it in its epoch idEpoch (0: not numbered); -1 where it has
+	// none.
+	id      int32
+	idEpoch uint32
 }
 
 // take is how much of a GPU of shape s item it takes (0 when the pool's
@@ -101,7 +106,30 @@ func (s shape) model() string {
 // not shares: only a prediction of alternatives counts them). nil when the
 // node has neither, or GPUs of different sizes.
 func draView(nodeSlices []*resourceapi.ResourceSlice, h held) *gpuView {
-	v := &gpuView{shape: shape{dra: true}}
+	return parseLayout(nodeSlices).view(h)
+}
+
+// layout is what draView reads of a node's slices, parsed once for as
+// long as the slices stay as they are: a node's view is built afresh
+// whenever a pod comes or goes, and parsing its slices (each device's
+// attributes by name) was about half of that, some 20 µs a node in the
+// 400-node replay. nil is a node without gpuadmit's GPUs (or with GPUs of
+// different sizes), whose view is nil.
+type layout struct {
+	shape shape
+	model string // "" where the devices are of more than one
+	gpus  []deviceKey
+	migs  []migDevice
+}
+
+// migDevice is a MIG device and the DeviceClass of its profile.
+type migDevice struct {
+	key   deviceKey
+	class string
+}
+
+func parseLayout(nodeSlices []*resourceapi.ResourceSlice) *layout {
+	l := &layout{shape: shape{dra: true}}
 	found, gpus, mixed := false, false, false
 	for _, sl := range current(nodeSlices) {
 		for _, d := range sl.Spec.Devices {
@@ -113,33 +141,49 @@ func draView(nodeSlices []*resourceapi.ResourceSlice, h held) *gpuView {
 				}
 				s := deviceShape(d, c)
 				if !gpus {
-					v.shape, gpus = s, true
-				} else if v.shape != s {
+					l.shape, gpus = s, true
+				} else if l.shape != s {
 					return nil
 				}
-				v.left = append(v.left, s.capacity-h.consumed(sl.Spec.Pool.Name, d.Name, s))
+				l.gpus = append(l.gpus, deviceKey{pool: sl.Spec.Pool.Name, device: d.Name})
 			case allocator.DRATypeMIG:
-				if v.mig == nil {
-					v.mig = map[string]int64{}
-				}
-				if !h.whole[deviceKey{pool: sl.Spec.Pool.Name, device: d.Name}] {
-					v.mig[allocator.DRAMIGClass(attr(d, allocator.DRAAttrProfile))]++
-				}
+				l.migs = append(l.migs, migDevice{key: deviceKey{pool: sl.Spec.Pool.Name, device: d.Name},
+					class: allocator.DRAMIGClass(attr(d, allocator.DRAAttrProfile))})
 			default:
 				continue
 			}
 			m := attr(d, allocator.DRAAttrModel)
-			if found && m != v.model {
+			if found && m != l.model {
 				mixed = true
 			}
-			v.model, found = m, true
+			l.model, found = m, true
 		}
 	}
 	if !found {
 		return nil
 	}
 	if mixed {
-		v.model = ""
+		l.model = ""
+	}
+	return l
+}
+
+// view is the node's view with what h holds taken.
+func (l *layout) view(h held) *gpuView {
+	if l == nil {
+		return nil
+	}
+	v := &gpuView{shape: l.shape, model: l.model, left: make([]int64, 0, len(l.gpus))}
+	for _, k := range l.gpus {
+		v.left = append(v.left, l.shape.capacity-h.consumed(k.pool, k.device, l.shape))
+	}
+	if len(l.migs) > 0 {
+		v.mig = map[string]int64{}
+		for _, d := range l.migs {
+			if !h.whole[d.key] {
+				v.mig[d.class]++
+			}
+		}
 	}
 	v.migKey = spellMIG(v.mig)
 	return v

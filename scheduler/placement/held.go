@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"slices"
+
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -39,7 +41,7 @@ func heldOn(n fwk.NodeInfo, claims claimHolder) held {
 	if claims == nil {
 		return h
 	}
-	seen := map[types.UID]bool{}
+	var seen claimsSeen
 	for _, pi := range n.GetPods() {
 		pod := pi.GetPod()
 		for _, pc := range pod.Spec.ResourceClaims {
@@ -48,10 +50,9 @@ func heldOn(n fwk.NodeInfo, claims claimHolder) held {
 				continue
 			}
 			c, err := claims.Get(pod.Namespace, name)
-			if err != nil || seen[c.UID] {
+			if err != nil || !seen.first(c.UID) {
 				continue
 			}
-			seen[c.UID] = true
 			a := c.Status.Allocation
 			if a == nil {
 				a = claims.GetPendingAllocation(c.UID)
@@ -62,6 +63,39 @@ func heldOn(n fwk.NodeInfo, claims claimHolder) held {
 		}
 	}
 	return h
+}
+
+// claimsSeen is the claims heldOn read: in an array while they are few,
+// so that a view of a node with a few pods allocates no map for it.
+type claimsSeen struct {
+	few  [16]types.UID
+	n    int
+	many map[types.UID]bool
+}
+
+// first reports whether uid is seen for the first time, and marks it seen.
+func (s *claimsSeen) first(uid types.UID) bool {
+	if s.many != nil {
+		if s.many[uid] {
+			return false
+		}
+		s.many[uid] = true
+		return true
+	}
+	if slices.Contains(s.few[:s.n], uid) {
+		return false
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = uid
+		s.n++
+		return true
+	}
+	s.many = make(map[types.UID]bool, 2*len(s.few))
+	for _, u := range s.few {
+		s.many[u] = true
+	}
+	s.many[uid] = true
+	return true
 }
 
 // add counts what allocation a holds of gpuadmit's devices: a result

@@ -140,6 +140,13 @@ func newEnvWith(t testing.TB, args string, c cluster, opts []frameworkruntime.Op
 // statuses of those that did not.
 func (e *env) scores(t testing.TB, pod *corev1.Pod) (map[string]int64, map[string]*fwk.Status) {
 	t.Helper()
+	return e.scoresIn(t, pod, nil)
+}
+
+// scoresIn is scores with the feasible nodes given to PreScore and Score
+// in the order order puts them in (nil: the snapshot's).
+func (e *env) scoresIn(t testing.TB, pod *corev1.Pod, order func([]fwk.NodeInfo)) (map[string]int64, map[string]*fwk.Status) {
+	t.Helper()
 	nodes, err := e.snapshot.NodeInfos().List()
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +163,9 @@ func (e *env) scores(t testing.TB, pod *corev1.Pod) (map[string]int64, map[strin
 			continue
 		}
 		feasible = append(feasible, n)
+	}
+	if order != nil {
+		order(feasible)
 	}
 	if st := e.fw.RunPreScorePlugins(e.ctx, state, pod, feasible); !st.IsSuccess() {
 		t.Fatalf("PreScore: %v", st)

@@ -397,6 +397,18 @@ func TestHeldOnCountsEachClaimOfTheNodesPodsOnce(t *testing.T) {
 			t.Errorf("%s: %d MiB held, want %d (the shared claim once, the one in flight, the whole device, no other driver's)", d, c>>20, w>>20)
 		}
 	}
+
+	// A crowded node: more claims than claimsSeen holds in its array,
+	// every pod sharing one claim, which still counts once.
+	var crowd []*corev1.Pod
+	for i := range 3 * len(claimsSeen{}.few) {
+		name := fmt.Sprintf("own-%d", i)
+		h.claims[name] = claim(name)
+		crowd = append(crowd, podWith("p-"+name, "shared", name))
+	}
+	if c := heldOn(framework.NewNodeInfo(crowd...), h).consumed("n", "gpu-0", s); c != 300<<20 {
+		t.Errorf("gpu-0 of a node of %d pods sharing one claim: %d MiB held, want 300", len(crowd), c>>20)
+	}
 }
 
 // revisionNodes is 8 device-plugin nodes of 2 GPUs, node i running i share

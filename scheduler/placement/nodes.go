@@ -76,7 +76,17 @@ type nodeStates struct {
 	// either would wrap, every kept score ends.
 	ver     uint32
 	revHigh uint32
-	alike   map[stateKey]int // a cycle's scratch: the first node of each state
+	// ids numbers the node states met (see stateKey), so that a view,
+	// which keeps its state's number (gpuView.id), is told alike to
+	// another in a cycle by its number rather than by hashing its state
+	// again: a cycle of a request new to the nodes meets every feasible
+	// node. ids starts over, with a new idEpoch, when it holds more than
+	// alikeAtMost states. alike is, by state number, the first node of
+	// that state in the cycle that last met it: kept from one cycle to
+	// the next and told apart by the cycle's number rather than cleared.
+	ids     map[stateKey]int32
+	idEpoch uint32
+	alike   []alikeAt
 	// missed and todo are a cycle's scratch too, kept so that a cycle
 	// that computes many scores does not grow them afresh.
 	missed []miss
@@ -90,7 +100,20 @@ type nodeState struct {
 	slices uint64
 	seen   uint64 // the cycle that last scored the node
 
-	views map[viewKey]*gpuView // nil entries: the node has no such view
+	// views are the node's device-plugin views, by share resource (nil
+	// entries: the node has no such view); dra is its DRA view (draMade:
+	// made, nil where it has none), the one nearly every cycle reads,
+	// in a field of its own rather than by a map lookup.
+	views   map[viewKey]*gpuView
+	dra     *gpuView
+	draMade bool
+
+	// layout is the node's slices parsed (parsed: at all), at the count
+	// of slice changes layoutAt: it outlives the entry's resets, which
+	// come with the node's pods, not with its slices.
+	layout   *layout
+	parsed   bool
+	layoutAt uint64
 
 	// slot is the node's index in nodeStates.kept's arrays; ver is the
 	// version of the entry, new whenever the node changes (or the slot
@@ -111,6 +134,13 @@ type miss struct {
 	view   *gpuView
 	copyOf int // the index in missed of an alike node whose score this one takes; -1 for none
 	score  int64
+}
+
+// alikeAt is the node of a state met first in cycle cycle: its index in
+// that cycle's missed.
+type alikeAt struct {
+	cycle uint64
+	at    int
 }
 
 // kept is a score kept, the low half of the workload revision it is of
@@ -154,7 +184,7 @@ func (s *nodeStates) keep(st *nodeState, req uint32, k kept) {
 // (score), so that the versions never wrap within one.
 func (s *nodeStates) reset(st *nodeState, gen int64, sliceGen uint64) {
 	s.ver++
-	st.gen, st.slices, st.ver, st.views = gen, sliceGen, s.ver, nil
+	st.gen, st.slices, st.ver, st.views, st.dra, st.draMade = gen, sliceGen, s.ver, nil, nil, false
 }
 
 // forgetScores ends every score kept: the request numbering starts over
@@ -177,10 +207,9 @@ func (s *nodeStates) slot() int32 {
 	return s.slots - 1
 }
 
-// viewKey names a view of a node's GPUs: its DRA devices (res empty), or
-// the units of a device-plugin share resource.
+// viewKey names a device-plugin view of a node's GPUs: the units of a
+// share resource.
 type viewKey struct {
-	dra bool
 	res corev1.ResourceName
 }
 
@@ -212,9 +241,10 @@ const (
 	// trace's 1,213 nodes). The openb default trace asks 151 distinct
 	// requests, gpuspec33 457.
 	maxRequests  = 1024
-	forgetAfter  = 1024 // cycles after which a node not scored is forgotten
-	parallelFrom = 64   // nodes computed with one scorer: a piece of the work spread over goroutines
-	alikeFrom    = 16   // nodes to compute from which alike ones share a computation
+	forgetAfter  = 1024    // cycles after which a node not scored is forgotten
+	parallelFrom = 64      // nodes computed with one scorer: a piece of the work spread over goroutines
+	alikeFrom    = 16      // nodes to compute from which alike ones share a computation
+	alikeAtMost  = 1 << 14 // states nodeStates.ids numbers before it starts over (about 3 MB)
 	// refreshAtMostDefault is how many stale scores a cycle computes
 	// afresh: at about 1 µs each, a tenth of a millisecond.
 	refreshAtMostDefault = 128
@@ -294,20 +324,17 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	// nodes idle, and the idle nodes of a type are alike.
 	todo := s.todo[:0]
 	defer func() { s.todo = todo[:0] }()
-	if s.alike == nil {
-		s.alike = map[stateKey]int{}
-	}
-	clear(s.alike)
 	for j := range missed {
 		m := &missed[j]
 		m.view, m.copyOf = pl.view(m.n, r, m.st), -1
 		if len(missed) >= alikeFrom {
-			if k, ok := keyOfState(m.n, m.view); ok {
-				if i, seen := s.alike[k]; seen {
-					m.copyOf = i
+			if id, ok := s.stateID(m.n, m.view); ok {
+				a := &s.alike[id]
+				if a.cycle == s.cycles {
+					m.copyOf = a.at
 					continue
 				}
-				s.alike[k] = j
+				*a = alikeAt{cycle: s.cycles, at: j}
 			}
 		}
 		todo = append(todo, j)
@@ -439,6 +466,33 @@ func keyOfState(n fwk.NodeInfo, v *gpuView) (stateKey, bool) {
 	return k, true
 }
 
+// stateID is the number of the state of node n with view v (see ids);
+// false for a node without one (no view, or more GPUs than a stateKey
+// holds). v keeps it for as long as ids keeps its numbering: a view is
+// of one state of its node, made anew when the node changes.
+func (s *nodeStates) stateID(n fwk.NodeInfo, v *gpuView) (int32, bool) {
+	if v == nil {
+		return 0, false
+	}
+	if s.ids == nil || len(s.ids) >= alikeAtMost {
+		s.ids, s.alike = make(map[stateKey]int32, len(s.ids)), s.alike[:0]
+		s.idEpoch++
+	}
+	if v.idEpoch != s.idEpoch {
+		v.id, v.idEpoch = -1, s.idEpoch
+		if k, ok := keyOfState(n, v); ok {
+			id, seen := s.ids[k]
+			if !seen {
+				id = int32(len(s.alike))
+				s.ids[k] = id
+				s.alike = append(s.alike, alikeAt{})
+			}
+			v.id = id
+		}
+	}
+	return v.id, v.id >= 0
+}
+
 // rawScore is the placement score of r on n, whose view for r is v, scaled
 // to Score's integers, or unscored where the plugin cannot model the node.
 func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView) int64 {
@@ -457,7 +511,10 @@ func (pl *Plugin) view(n fwk.NodeInfo, r request, st *nodeState) *gpuView {
 			return devicePluginView(n, pl.offers.get(n.Node()), r.shareResource)
 		})
 	}
-	if v := st.view(viewKey{dra: true}, func() *gpuView { return pl.draView(n) }); v != nil || r.gpu() {
+	if !st.draMade {
+		st.dra, st.draMade = pl.draView(n, st), true
+	}
+	if v := st.dra; v != nil || r.gpu() {
 		return v
 	}
 	o := pl.offers.get(n.Node())

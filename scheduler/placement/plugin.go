@@ -240,19 +240,28 @@ func (pl *Plugin) sliceHandler() cache.ResourceEventHandler {
 }
 
 // draView is the node's GPUs in gpuadmit's ResourceSlices; nil without.
-func (pl *Plugin) draView(n fwk.NodeInfo) *gpuView {
+// The slices are parsed once for as long as they stay as they are (st's
+// layout, of the slices' count st was reset at).
+func (pl *Plugin) draView(n fwk.NodeInfo, st *nodeState) *gpuView {
 	if pl.slices == nil {
 		return nil
 	}
-	objs, err := pl.slices.ByIndex(sliceIndex, n.Node().Name)
-	if err != nil || len(objs) == 0 {
+	if !st.parsed || st.layoutAt != st.slices {
+		st.layout, st.parsed, st.layoutAt = nil, true, st.slices
+		objs, err := pl.slices.ByIndex(sliceIndex, n.Node().Name)
+		if err != nil || len(objs) == 0 {
+			return nil
+		}
+		sl := make([]*resourceapi.ResourceSlice, 0, len(objs))
+		for _, o := range objs {
+			sl = append(sl, o.(*resourceapi.ResourceSlice))
+		}
+		st.layout = parseLayout(sl)
+	}
+	if st.layout == nil {
 		return nil
 	}
-	sl := make([]*resourceapi.ResourceSlice, 0, len(objs))
-	for _, o := range objs {
-		sl = append(sl, o.(*resourceapi.ResourceSlice))
-	}
-	return draView(sl, heldOn(n, pl.claimHolder()))
+	return st.layout.view(heldOn(n, pl.claimHolder()))
 }
 
 // ScoreExtensions returns the plugin: it normalizes its own scores.

@@ -239,3 +239,27 @@ func TestKeptScoresFollowTheNodes(t *testing.T) {
 	}
 	t.Errorf("scores after n05's slice changed (-fresh plugin +kept):\n%s", cmp.Diff(fresh, got))
 }
+
+// TestAlikeNodesShareAScoreWithinOneCycle: of nodes alike (the same GPUs
+// left, CPU and memory), a cycle computes one score and gives it to the
+// others, but only among its own nodes. The plugin keeps the first node
+// of each state from cycle to cycle, by its place in that cycle's list:
+// here the second cycle meets the nodes in the other order, so that a
+// state's first node of the first cycle is, at that place, a node of the
+// other state in the second.
+func TestAlikeNodesShareAScoreWithinOneCycle(t *testing.T) {
+	c, objs := draCluster(40, 4, func(i int) string { return fmt.Sprintf("n%02d", i) }, func(i int) int { return i % 2 },
+		func(i, j int) (int, int64) { return 0, 30 })
+	objs = append(objs, shareClaim("ten", 10), shareClaim("five", 5))
+	const workload = `{"workload":[{"gpuMemory":"10Gi","weight":2},{"gpuMemory":"30Gi","weight":1},{"gpus":1,"weight":1}]}`
+	e := newEnv(t, workload, c, objs...)
+	e.scores(t, claimPod("first", "ten"))
+	got, _ := e.scoresIn(t, claimPod("second", "five"), slices.Reverse)
+	fresh, _ := newEnv(t, workload, c, objs...).scores(t, claimPod("second", "five"))
+	if fresh["n00"] == fresh["n01"] {
+		t.Fatalf("n00 and n01 score %d alike: the two states prove nothing", fresh["n00"])
+	}
+	if diff := cmp.Diff(fresh, got); diff != "" {
+		t.Errorf("scores in the second cycle (-fresh plugin +kept):\n%s", diff)
+	}
+}
