@@ -43,7 +43,7 @@ type gpuView struct {
 	mig    map[string]int64
 	migKey string
 	// id is the number of the view's node state, as nodeStates.ids
-	// numbered it in its epoch idEpoch (0: not numbered); -1 where it has
+	// numbered it in its epoch idEpoch (idEpoch 0: not numbered); -1 where it has
 	// none.
 	id      int32
 	idEpoch uint32
