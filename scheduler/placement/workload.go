@@ -191,16 +191,13 @@ func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind
 	for k, n := range merged {
 		out = append(out, weighted{kind: k, weight: n})
 	}
-	// Both orders are total (less reads every field of a kind; a counted
-	// kind is its kind and pin), so the sort's algorithm cannot change
-	// them.
-	slices.SortFunc(out, func(a, b weighted) int { return order(less(a, b), less(b, a)) })
+	// Both orders are total (compareKinds reads every field of a kind; a
+	// counted kind is its kind and pin), so the sort's algorithm cannot
+	// change them.
+	slices.SortFunc(out, compareKinds)
 	slices.SortFunc(pinned, func(a, b pinnedKind) int {
-		if a.kind != b.kind || a.weight != b.weight {
-			x, y := weighted{a.kind, a.weight}, weighted{b.kind, b.weight}
-			return order(less(x, y), less(y, x))
-		}
-		return cmp.Or(cmp.Compare(a.pin.nodes, b.pin.nodes), cmp.Compare(a.pin.models, b.pin.models))
+		return cmp.Or(compareKinds(weighted{a.kind, a.weight}, weighted{b.kind, b.weight}),
+			cmp.Compare(a.pin.nodes, b.pin.nodes), cmp.Compare(a.pin.models, b.pin.models))
 	})
 	pinnedNodes := make(map[string]bool, len(w.match))
 	for _, p := range pinned {
@@ -274,38 +271,25 @@ func (w *workload) stillWithin() bool {
 	return true
 }
 
-// less orders kinds by weight, then by every field, so that the order of
-// summing (and so the fragmentation, to the last bit) never depends on
-// map iteration.
-func less(a, b weighted) bool {
-	switch {
-	case a.weight != b.weight:
-		return a.weight > b.weight
-	case a.milliCPU != b.milliCPU:
-		return a.milliCPU > b.milliCPU
-	case a.memoryMiB != b.memoryMiB:
-		return a.memoryMiB > b.memoryMiB
-	case a.gpus != b.gpus:
-		return a.gpus > b.gpus
-	case a.dra != b.dra:
-		return a.dra
-	case a.whole != b.whole:
-		return a.whole
-	case a.shares != b.shares:
-		return a.shares > b.shares
-	}
-	return a.memory > b.memory
+// compareKinds orders kinds by weight, largest first, then by every field,
+// so that the order of summing (and so the fragmentation, to the last bit)
+// never depends on map iteration. It is 0 only for the same kind and
+// weight.
+func compareKinds(a, b weighted) int {
+	return cmp.Or(cmp.Compare(b.weight, a.weight), cmp.Compare(b.milliCPU, a.milliCPU), cmp.Compare(b.memoryMiB, a.memoryMiB),
+		cmp.Compare(b.gpus, a.gpus), trueFirst(a.dra, b.dra), trueFirst(a.whole, b.whole), cmp.Compare(b.shares, a.shares),
+		cmp.Compare(b.memory, a.memory))
 }
 
-// order is a comparison's result from "a before b" and "b before a".
-func order(before, after bool) int {
+// trueFirst orders true before false.
+func trueFirst(a, b bool) int {
 	switch {
-	case before:
+	case a == b:
+		return 0
+	case a:
 		return -1
-	case after:
-		return 1
 	}
-	return 0
+	return 1
 }
 
 // set records pod uid's kind and pin (ok) or forgets the pod (!ok); match
