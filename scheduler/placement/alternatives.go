@@ -238,16 +238,16 @@ func (s *search) place(i int, items []item) bool {
 // view v: the score of the predicted items on the GPUs predicted, less
 // altStep for each step down the lists. A prediction of MIG devices only
 // is scored as a pod without GPU (MIG instances are not in the view).
-func (c *scorer) scoreChoices(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
+func (c *scorer) scoreChoices(n fwk.NodeInfo, r request, v *gpuView) (raw float64, milli int64, ok bool) {
 	if v == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	p, ok := c.search.run(v, r.choices)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	placed := r
 	placed.choices, placed.choiceKey, placed.items = nil, "", p.items
-	raw, ok := c.scoreAt(n, placed, v, p.at)
-	return raw - altStep*float64(p.steps), ok
+	raw, milli, ok = c.scoreAt(n, placed, v, p.at)
+	return raw - altStep*float64(p.steps), milli, ok
 }

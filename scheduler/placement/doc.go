@@ -84,11 +84,12 @@
 // Node object changed) and when any of gpuadmit's ResourceSlices changes;
 // so between two cycles only the node the last pod went to is scored
 // afresh, plus every node for a request not seen before. A kept score is
-// of the workload revision and prices it was computed under: after a
-// revision or a change of prices, a
-// cycle computes at most 128 stale scores afresh and uses the others as
-// they are, so that a revision does not cost the next pod of every request
-// a pass over every node (see nodeStates). Nodes to score afresh are
+// of the workload revision it was computed under, and is kept without the
+// scarcity price, which each cycle adds at its own prices: after a
+// revision or a change of prices, a cycle computes at most 128 stale
+// scores afresh and uses the others with their fragmentation as it was,
+// so that a revision does not cost the next pod of every request a pass
+// over every node (see nodeStates). Nodes to score afresh are
 // spread over goroutines, the cycle's own taking its share (see spread);
 // fragmentation is memoized by node state (allocator.FragMemo), which is
 // not safe for concurrent use, so each goroutine takes a memo of its own

@@ -47,6 +47,9 @@ type gpuView struct {
 	// none.
 	id      int32
 	idEpoch uint32
+	// modelNum is the number of model (nodeStates.models); 0 until a
+	// cycle numbers it.
+	modelNum uint32
 }
 
 // take is how much of a GPU of shape s item it takes (0 when the pool's

@@ -423,8 +423,9 @@ func revisionNodes(t *testing.T) (nodes []fwk.NodeInfo, under func(s *nodeStates
 				"cpu": resource.MustParse("1"), allocator.ResourceShare: *resource.NewQuantity(units, resource.DecimalSI)}}}}}}
 	}
 	for i := range 8 {
+		model := []string{"A10", "T4"}[i%2] // for the prices (TestStaleScoresPayTheNewPrices)
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i), Annotations: map[string]string{
-			allocator.AnnotationGPUs: gpus, allocator.AnnotationShare: offer}}}
+			allocator.AnnotationGPUs: strings.ReplaceAll(gpus, `"index"`, `"model":"`+model+`","index"`), allocator.AnnotationShare: offer}}}
 		n.Status.Allocatable = corev1.ResourceList{"cpu": resource.MustParse("64"), "memory": resource.MustParse("256Gi")}
 		var pods []*corev1.Pod
 		for j := range i {
@@ -630,6 +631,60 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 	under(&kept, 1, onesKinds, 1)
 	if got, want := under(&kept, 2, threesKinds, 5), under(&fresh2, 2, threesKinds, 5); !cmp.Equal(got, want) {
 		t.Errorf("a request new to the nodes after the revision (-revision 2's +kept):\n%s", cmp.Diff(want, got))
+	}
+}
+
+// TestStaleScoresPayTheNewPrices: a score kept from an earlier workload
+// revision is stale in its fragmentation only; every node, refreshed or
+// not, pays the scarcity prices of the cycle's placer set. Before, a node
+// not yet refreshed kept the prices it was scored under, and a model
+// whose price had risen still looked cheap beside nodes refreshed.
+func TestStaleScoresPayTheNewPrices(t *testing.T) {
+	nodes, _, _ := revisionNodes(t)
+	r, err := readRequest(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"cpu": resource.MustParse("1"), allocator.ResourceShare: resource.MustParse("1")}}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priced := func(rev uint64, kinds []weighted, prices map[string]float64) *placerSet {
+		set := newPlacerSet(rev, kinds)
+		set.prices = prices
+		return set
+	}
+	low, high := map[string]float64{"A10": 0.1, "T4": 0.1}, map[string]float64{"A10": 0.05, "T4": 0.9}
+	pl := &Plugin{}
+	scores := func(s *nodeStates, set *placerSet) map[string]int64 {
+		c := s.score(pl, nodes, r, set)
+		out := map[string]int64{}
+		for _, n := range nodes {
+			if v, ok := c.lookup(n); ok {
+				out[n.Node().Name] = v
+			}
+		}
+		return out
+	}
+	var f1, f2, f3 nodeStates
+	before := scores(&f1, priced(1, onesKinds, low))
+	stale := scores(&f2, priced(1, onesKinds, high)) // revision 1's fragmentation, revision 2's prices
+	revised := scores(&f3, priced(2, threesKinds, high))
+	kept := nodeStates{refreshAtMost: 3}
+	scores(&kept, priced(1, onesKinds, low))
+	got := scores(&kept, priced(2, threesKinds, high))
+	var fresh, moved int
+	for _, n := range nodes {
+		name := n.Node().Name
+		want := stale[name]
+		if k, ok := kept.find(kept.m[name], 0); ok && k.rev == 2 {
+			fresh, want = fresh+1, revised[name]
+		} else if stale[name] != before[name] {
+			moved++
+		}
+		if got[name] != want {
+			t.Errorf("%s scores %d after the revision, want %d", name, got[name], want)
+		}
+	}
+	if fresh != 3 || moved < 2 { // of the 8 nodes, 3 are full
+		t.Errorf("%d nodes refreshed (want 3), %d stale ones whose price moved: the test proves little", fresh, moved)
 	}
 }
 

@@ -31,12 +31,14 @@ import (
 // A kept score is of the workload revision it was computed under. After a
 // revision, a cycle computes afresh at most refreshAtMost of the stale
 // scores it meets (the first in the cycle's node order) and uses the
-// others as they are, so that a revision costs no cycle a pass over every
-// node: recomputing every score at once would cost the next pod of each
-// request seen a pass over every node. The 5% of the pods that revises
-// the workload moves a node's costs by little, and until a request's
-// scores are all fresh (after about nodes/refreshAtMost of its pods),
-// nodes are compared under two close workloads. Revisions come at most
+// others with their fragmentation as it was, so that a revision costs no
+// cycle a pass over every node: recomputing every score at once would
+// cost the next pod of each request seen a pass over every node. The 5%
+// of the pods that revises the workload moves a node's fragmentation by
+// little, and until a request's scores are all fresh (after about
+// nodes/refreshAtMost of its pods), nodes are compared under two close
+// workloads. The scarcity prices can move far more, so a score is kept
+// without them and every cycle adds its own (see kept). Revisions come at most
 // once in refreshCycles cycles, the cycles one request's pods take to
 // refresh all of its scores (with several requests interleaved, each
 // refreshes only its own, so some stay stale longer). A node that
@@ -87,6 +89,13 @@ type nodeStates struct {
 	ids     map[stateKey]int32
 	idEpoch uint32
 	alike   []alikeAt
+	// models numbers the GPU models of the views scored (gpuView.modelNum,
+	// from 1), so that a kept score names its node's model by number;
+	// price is, by that number, the scarcity price of priceSet, the
+	// placer set of the last cycle.
+	models   map[string]uint32
+	price    []float64
+	priceSet *placerSet
 	// missed and todo are a cycle's scratch too, kept so that a cycle
 	// that computes many scores does not grow them afresh.
 	missed []miss
@@ -127,13 +136,14 @@ type nodeState struct {
 }
 
 // miss is a node whose score a cycle computes, or takes from an alike
-// node's.
+// node's: its score and milli, as kept.
 type miss struct {
 	n      fwk.NodeInfo
 	st     *nodeState
 	view   *gpuView
 	copyOf int // the index in missed of an alike node whose score this one takes; -1 for none
 	score  int64
+	milli  int32
 }
 
 // alikeAt is the node of a state met first in cycle cycle: its index in
@@ -146,11 +156,21 @@ type alikeAt struct {
 // kept is a score kept, the low half of the workload revision it is of
 // (see nodeStates.revHigh) and the version of the node entry it was
 // computed for; rev 0 (no revision's: the derived workload's first is 1, a
-// fixed one's is taken as 1) marks none kept.
+// fixed one's is taken as 1) marks none kept. The score is without the
+// scarcity price (see scorer.score): milli is what its placement takes,
+// model the number of the node's model (nodeStates.models), and a cycle
+// adds the price of its own placer set (nodeStates.priced). A score kept
+// from an earlier revision is stale in its fragmentation only, which 5%
+// of the pods moves by little; the prices can move by far more (a model
+// that pinned pods turn out to need goes from a few hundredths to 1 a
+// milli-GPU), and nodes scored under two revisions' prices were compared
+// as if one were cheap.
 type kept struct {
 	score int64
 	rev   uint32
 	ver   uint32
+	milli int32
+	model uint32
 }
 
 // find is the score kept for request req on st's node as it is now.
@@ -237,7 +257,7 @@ func keyOf(r request) (reqKey, bool) {
 const (
 	// maxRequests is how many distinct requests are numbered before the
 	// numbering (and every node's kept scores) starts over: a node keeps
-	// a score for each, 16 bytes, so at most 16 KiB a node (20 MB at the
+	// a score for each, 24 bytes, so at most 24 KiB a node (30 MB at the
 	// trace's 1,213 nodes). The openb default trace asks 151 distinct
 	// requests, gpuspec33 457.
 	maxRequests  = 1024
@@ -296,6 +316,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		s.revHigh = high
 	}
 	req, cacheable := s.number(key, cacheable)
+	s.pricesOf(set)
 	missed := s.missed[:0]
 	defer func() { clear(missed); s.missed = missed[:0] }() // kept for the next cycle, holding no node
 	refresh := s.refresh()
@@ -312,7 +333,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		st.seen = s.cycles
 		if k, ok := s.find(st, req); ok && cacheable {
 			if k.rev == uint32(rev) || refresh == 0 {
-				st.cur, st.curCycle = k.score, c.n
+				st.cur, st.curCycle = s.priced(k.score, k.milli, k.model), c.n
 				continue
 			}
 			refresh--
@@ -327,6 +348,9 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	for j := range missed {
 		m := &missed[j]
 		m.view, m.copyOf = pl.view(m.n, r, m.st), -1
+		if m.view != nil && m.view.modelNum == 0 {
+			m.view.modelNum = s.modelNum(m.view.model)
+		}
 		if len(missed) >= alikeFrom {
 			if id, ok := s.stateID(m.n, m.view); ok {
 				a := &s.alike[id]
@@ -345,7 +369,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		sc := set.get()
 		for _, j := range todo[p*parallelFrom : min((p+1)*parallelFrom, len(todo))] {
 			m := &missed[j]
-			m.score = pl.rawScore(sc, m.n, r, m.view)
+			m.score, m.milli = pl.unpricedScore(sc, m.n, r, m.view)
 		}
 		set.put(sc)
 	}
@@ -355,12 +379,16 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	for j := range missed {
 		m := &missed[j]
 		if m.copyOf >= 0 { // an earlier node, computed
-			m.score = missed[m.copyOf].score
+			m.score, m.milli = missed[m.copyOf].score, missed[m.copyOf].milli
+		}
+		var model uint32
+		if m.view != nil {
+			model = m.view.modelNum
 		}
 		if cacheable {
-			s.keep(m.st, req, kept{score: m.score, rev: uint32(rev)})
+			s.keep(m.st, req, kept{score: m.score, rev: uint32(rev), milli: m.milli, model: model})
 		}
-		m.st.cur, m.st.curCycle = m.score, c.n
+		m.st.cur, m.st.curCycle = s.priced(m.score, m.milli, model), c.n
 	}
 	if s.cycles%forgetAfter == 0 {
 		for name, st := range s.m {
@@ -496,11 +524,67 @@ func (s *nodeStates) stateID(n fwk.NodeInfo, v *gpuView) (int32, bool) {
 // rawScore is the placement score of r on n, whose view for r is v, scaled
 // to Score's integers, or unscored where the plugin cannot model the node.
 func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView) int64 {
-	raw, ok := sc.score(n, r, v)
-	if !ok {
-		return unscored
+	score, milli := pl.unpricedScore(sc, n, r, v)
+	if score == unscored || milli == 0 {
+		return score
 	}
-	return int64(math.Round(raw * scoreScale))
+	return score - pricedMilli(sc.set.prices[v.model], milli)
+}
+
+// unpricedScore is rawScore without the scarcity price, and the milli-GPU
+// the price is paid on (see scorer.score).
+func (pl *Plugin) unpricedScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView) (int64, int32) {
+	raw, milli, ok := sc.score(n, r, v)
+	if !ok {
+		return unscored, 0
+	}
+	return int64(math.Round(raw * scoreScale)), int32(milli)
+}
+
+// pricedMilli is price per milli-GPU on milli, in Score's integers.
+func pricedMilli(price float64, milli int32) int64 {
+	return int64(math.Round(price * float64(milli) * scoreScale))
+}
+
+// priced is a kept score with the scarcity price of the cycle's placer
+// set (pricesOf) added.
+func (s *nodeStates) priced(score int64, milli int32, model uint32) int64 {
+	if score == unscored || milli == 0 {
+		return score
+	}
+	return score - pricedMilli(s.price[model], milli)
+}
+
+// pricesOf makes price the prices of set, by model number.
+func (s *nodeStates) pricesOf(set *placerSet) {
+	if s.priceSet == set {
+		return
+	}
+	s.priceSet = set
+	s.price = s.price[:0]
+	s.price = append(s.price, 0) // number 0: no model
+	names := make([]string, len(s.models)+1)
+	for m, num := range s.models {
+		names[num] = m
+	}
+	for _, m := range names[1:] {
+		s.price = append(s.price, set.prices[m])
+	}
+}
+
+// modelNum numbers model, a GPU model of a view, from 1; its price is
+// that of the cycle's placer set.
+func (s *nodeStates) modelNum(model string) uint32 {
+	if num, ok := s.models[model]; ok {
+		return num
+	}
+	if s.models == nil {
+		s.models = map[string]uint32{}
+	}
+	num := uint32(len(s.models) + 1)
+	s.models[model] = num
+	s.price = append(s.price, s.priceSet.prices[model])
+	return num
 }
 
 // view is the node's GPUs as r's pool mode sees them; for a pod without

@@ -21,14 +21,17 @@ const (
 )
 
 // score is the raw score of placing r on a node with view v, higher is
-// better: minus the placement cost (allocator.Placer.CostOn) of each item
-// on the GPU the node side gives it, in turn, and minus the scarcity price
-// of the node's model per milli-GPU the item takes (placerSet.prices),
-// plus the best-fit tie-break.
+// better, but for the scarcity price: minus the placement cost
+// (allocator.Placer.CostOn) of each item on the GPU the node side gives
+// it, in turn, plus the best-fit tie-break. milli is what the items take
+// in milli-GPU, on which the node pays its model's scarcity price
+// (placerSet.prices): the node's score is raw − price × milli, composed
+// where it is used (nodeStates.priced), so that a score kept from an
+// earlier workload revision pays the prices of the current one.
 // A pod without GPU costs what its CPU and memory strand of the node's
 // GPUs, nothing on a node without GPUs the plugin knows of. ok is false
 // when the model has no GPU for an item.
-func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
+func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (raw float64, milli int64, ok bool) {
 	if len(r.choices) > 0 {
 		return c.scoreChoices(n, r, v)
 	}
@@ -37,9 +40,9 @@ func (c *scorer) score(n fwk.NodeInfo, r request, v *gpuView) (float64, bool) {
 
 // scoreAt is score with the GPU of each item given (at, indexes into v's
 // GPUs), or, with at nil, the one the node side picks.
-func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float64, bool) {
+func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (raw float64, milli int64, ok bool) {
 	if v == nil && r.gpu() {
-		return 0, false
+		return 0, 0, false
 	}
 	if v == nil {
 		v = &gpuView{}
@@ -55,7 +58,6 @@ func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float
 		fn.MemoryMiBLeft -= t.MemoryMiB
 	}
 	before, gpuLeft := b.before, b.gpuLeft
-	price := c.set.prices[v.model] // the scarcity price of the node's model
 	for i, it := range r.items {
 		need := v.shape.take(it)
 		g, ok := (&gpuView{shape: v.shape, left: left}).choose(need)
@@ -63,7 +65,7 @@ func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float
 			g, ok = at[i], need > 0 && left[at[i]] >= need
 		}
 		if !ok {
-			return 0, false
+			return 0, 0, false
 		}
 		t := allocator.FragTask{GPUMilli: v.shape.milli(need), GPUs: 1}
 		if it.whole {
@@ -76,9 +78,10 @@ func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float
 		}
 		cc, ok := b.placer.CostOn(fn, before, t, []int{g})
 		if !ok {
-			return 0, false
+			return 0, 0, false
 		}
-		cost += cc + price*float64(t.GPUMilli)
+		cost += cc
+		milli += t.GPUMilli
 		gpuLeft += v.shape.milli(max(left[g]-need, 0)) - v.shape.milli(max(left[g], 0))
 		fn.MilliCPULeft -= t.MilliCPU
 		fn.MemoryMiBLeft -= t.MemoryMiB
@@ -91,7 +94,7 @@ func (c *scorer) scoreAt(n fwk.NodeInfo, r request, v *gpuView, at []int) (float
 		}
 	}
 	fit := math.Floor(100 * (1 - 0.5*float64(fn.MilliCPULeft)/bestFitCPU - 0.5*float64(gpuLeft)/bestFitGPU))
-	return -cost + bestFitTie*fit, true
+	return -cost + bestFitTie*fit, milli, true
 }
 
 // base is what scoring any request on a node starts from: the node as
