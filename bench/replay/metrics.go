@@ -73,8 +73,9 @@ func (r *replay) scrape(ctx context.Context) ([]Timing, *Scoring, error) {
 
 // Scoring is how much GPUAdmit's cycles computed: the nodes whose score a
 // cycle computed afresh (quantiles interpolated in the histogram's
-// buckets), and the score sets made, each of which makes every kept score
-// stale, by cause. It tells a slow cycle that worked from one that waited.
+// buckets), and the score sets made by cause: a new workload revision
+// makes every kept score stale, new prices do not. It tells a slow cycle
+// that worked from one that waited.
 type Scoring struct {
 	Cycles       float64 `json:"cycles"`
 	ComputedMean float64 `json:"computedMean"`

@@ -138,7 +138,7 @@ func (r *Report) Markdown(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %.0f | %.3f | %.3f | %.3f | %s |\n", t.Metric, t.Samples, t.MeanMs, t.P50Ms, t.P99Ms, boundString(t.P99Bound))
 		}
 		if sc := x.Scoring; sc != nil {
-			fmt.Fprintf(w, "\nGPUAdmit's cycles: %.0f; node scores computed afresh a cycle: mean %.1f, p50 %.1f, p99 %.1f; score sets made (each makes every kept score stale): %.0f for a new workload revision, %.0f for new prices.\n",
+			fmt.Fprintf(w, "\nGPUAdmit's cycles: %.0f; node scores computed afresh a cycle: mean %.1f, p50 %.1f, p99 %.1f; score sets made: %.0f for a new workload revision (each makes every kept score stale), %.0f for new prices.\n",
 				sc.Cycles, sc.ComputedMean, sc.ComputedP50, sc.ComputedP99, sc.SetsWorkload, sc.SetsPrices)
 		}
 	}

@@ -18,10 +18,13 @@ type placerCache struct {
 
 // get returns the set for workload revision rev of kinds, priced over
 // pinned at the supply's current version, making one when the workload
-// or the prices changed. A set's revision numbers the sets made, so that
-// scores kept under one set (nodeStates) end with new prices as with a
-// new workload; a change of supply that leaves the prices as they were
-// keeps the set.
+// or the prices changed. A set's revision numbers the sets made for a
+// new workload, whose fragmentation differs, so that the scores kept under
+// one (nodeStates) are stale under the next. New prices under the same
+// workload (nodes or slices came or went) reprice the set: the same
+// revision, scorers and memos, since the fragmentation is the same, and
+// kept scores pay the new prices as they are (nodeStates.priced). A
+// change of supply that leaves the prices as they were keeps the set.
 func (c *placerCache) get(pl *Plugin, rev uint64, kinds []weighted, pinned []pinnedKind) *placerSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -35,11 +38,12 @@ func (c *placerCache) get(pl *Plugin, rev uint64, kinds []weighted, pinned []pin
 	if c.set != nil && c.workRev == rev && maps.Equal(prices, c.set.prices) {
 		return c.set
 	}
-	cause := "prices"
-	if c.set == nil || c.workRev != rev {
-		cause = "workload"
+	if c.set != nil && c.workRev == rev {
+		scoreSets.WithLabelValues("prices").Inc()
+		c.set = c.set.repriced(prices)
+		return c.set
 	}
-	scoreSets.WithLabelValues(cause).Inc()
+	scoreSets.WithLabelValues("workload").Inc()
 	c.sets++
 	c.set, c.workRev = newPlacerSet(c.sets, kinds), rev
 	c.set.prices = prices

@@ -688,6 +688,83 @@ func TestStaleScoresPayTheNewPrices(t *testing.T) {
 	}
 }
 
+// TestNewPricesKeepTheScores: new scarcity prices under the same workload
+// (the supply changed) reprice the placer set: its revision and scorers
+// stay, a cycle computes no score afresh, and every node pays the new
+// prices, as a plugin that never saw the nodes scores them.
+func TestNewPricesKeepTheScores(t *testing.T) {
+	nodes, _, _ := revisionNodes(t)
+	r, err := readRequest(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"cpu": resource.MustParse("1"), allocator.ResourceShare: resource.MustParse("1")}}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &Plugin{}
+	scores := func(s *nodeStates, set *placerSet) map[string]int64 {
+		c := s.score(pl, nodes, r, set)
+		out := map[string]int64{}
+		for _, n := range nodes {
+			if v, ok := c.lookup(n); ok {
+				out[n.Node().Name] = v
+			}
+		}
+		return out
+	}
+	low, high := map[string]float64{"A10": 0.1, "T4": 0.1}, map[string]float64{"A10": 0.05, "T4": 0.9}
+	set := newPlacerSet(1, onesKinds)
+	set.prices = low
+	var kept nodeStates
+	before := scores(&kept, set)
+	again := set.repriced(high)
+	sc := set.get()
+	set.put(sc)
+	shared := again.get()
+	again.put(shared)
+	if again.rev != set.rev || shared != sc {
+		t.Fatalf("the repriced set: revision %d (want %d), shares scorers with the set it reprices: %v", again.rev, set.rev, shared == sc)
+	}
+	got := scores(&kept, again)
+	if kept.computed != 0 {
+		t.Errorf("the cycle under new prices computed %d scores afresh, want 0", kept.computed)
+	}
+	fresh := newPlacerSet(1, onesKinds)
+	fresh.prices = high
+	var never nodeStates
+	if want := scores(&never, fresh); !cmp.Equal(got, want) {
+		t.Errorf("scores under the new prices (-a plugin that never saw the nodes +kept):\n%s", cmp.Diff(want, got))
+	}
+	if cmp.Equal(got, before) {
+		t.Error("the new prices changed no score: the test proves little")
+	}
+}
+
+// TestSupplyChangeReprices: a change of supply that moves the prices
+// under the same workload revision reprices the set (same revision);
+// a new revision makes a new set.
+func TestSupplyChangeReprices(t *testing.T) {
+	pl := &Plugin{}
+	pl.supply.built, pl.supply.at = true, pl.supplyVersion()
+	pl.supply.gpus = map[string]int{"T4": 8, "A10": 8}
+	pl.supply.shapes = map[string]modelInfo{"T4": {dp: shape{capacity: 4}, hasDP: true}, "A10": {dp: shape{capacity: 4}, hasDP: true}}
+	pl.supply.of = []nodeModel{{node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "t"}}, model: "T4"}, {node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, model: "A10"}}
+	pl.supply.accepted, pl.supply.sized = map[string]map[string]bool{}, map[acceptsKey]acceptsOut{}
+	pinned := []pinnedKind{{counted: counted{kind: kind{item: item{shares: 4}, gpus: 1}, pin: pin{models: "T4"}}, weight: 1},
+		{counted: counted{kind: kind{item: item{shares: 1}, gpus: 1}}, weight: 3}}
+	var c placerCache
+	first := c.get(pl, 1, onesKinds, pinned)
+	if first.prices["T4"] == 0 {
+		t.Fatalf("prices %v: want T4 priced, the test proves little", first.prices)
+	}
+	pl.supply.changes.Add(1) // a Node changed; with no lister the supply is now empty, and nothing is priced
+	second := c.get(pl, 1, onesKinds, pinned)
+	if second == first || second.rev != first.rev || second.prices != nil {
+		t.Errorf("after a supply change: set %p rev %d prices %v, want a new set of revision %d with no prices", second, second.rev, second.prices, first.rev)
+	}
+	if third := c.get(pl, 2, threesKinds, pinned); third.rev == first.rev {
+		t.Errorf("a new workload revision kept the set's revision %d", third.rev)
+	}
+}
+
 // TestNodesAlikeShareOneComputation: of 40 nodes in 4 states (the same
 // pods on the same node type, 10 of each), a cycle computes 4 scores, and
 // each node's score is the one computed for it alone.
@@ -732,7 +809,7 @@ func TestNodesAlikeShareOneComputation(t *testing.T) {
 	for _, n := range nodes {
 		got, _ := c.lookup(n)
 		st := &nodeState{}
-		want := pl.rawScore(newPlacerSet(1, set.kinds).get(), n, r, pl.view(n, r, st))
+		want := pl.rawScore(newPlacerSet(1, set.kinds).get(), n, r, pl.view(n, r, st), set.prices)
 		if got != want {
 			t.Errorf("%s: score %d, want %d, its own", n.Node().Name, got, want)
 		}

@@ -35,14 +35,14 @@ var scoresComputed = metrics.NewHistogram(&metrics.HistogramOpts{
 	StabilityLevel: metrics.ALPHA,
 })
 
-// scoreSets counts the placer sets made, each of which makes every kept
-// score stale: by cause, a new revision of the target workload or new
-// scarcity prices under the same one.
+// scoreSets counts the placer sets made, by cause: a new revision of the
+// target workload, which makes every kept score stale, or new scarcity
+// prices under the same one, which kept scores pay as they are.
 var scoreSets = metrics.NewCounterVec(&metrics.CounterOpts{
 	Namespace:      "gpuadmit",
 	Subsystem:      "scheduler",
 	Name:           "placement_score_sets_total",
-	Help:           "Score sets GPUAdmit made, each making every kept node score stale, by cause: workload (a new revision of the target workload) or prices.",
+	Help:           "Score sets GPUAdmit made, by cause: workload (a new revision of the target workload, which makes every kept node score stale) or prices (new scarcity prices under the same revision, which kept scores pay as they are).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cause"})
 

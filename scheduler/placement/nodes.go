@@ -521,14 +521,15 @@ func (s *nodeStates) stateID(n fwk.NodeInfo, v *gpuView) (int32, bool) {
 	return v.id, v.id >= 0
 }
 
-// rawScore is the placement score of r on n, whose view for r is v, scaled
-// to Score's integers, or unscored where the plugin cannot model the node.
-func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView) int64 {
+// rawScore is the placement score of r on n, whose view for r is v, at
+// prices, scaled to Score's integers, or unscored where the plugin cannot
+// model the node.
+func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView, prices map[string]float64) int64 {
 	score, milli := pl.unpricedScore(sc, n, r, v)
 	if score == unscored || milli == 0 {
 		return score
 	}
-	return score - pricedMilli(sc.set.prices[v.model], milli)
+	return score - pricedMilli(prices[v.model], milli)
 }
 
 // unpricedScore is rawScore without the scarcity price, and the milli-GPU

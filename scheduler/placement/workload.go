@@ -378,8 +378,22 @@ type placerSet struct {
 	// scarcity.go); nil prices none.
 	prices map[string]float64
 
+	// of is the set this one reprices (repriced), whose scorers it
+	// shares; nil for a set of its own.
+	of *placerSet
+
 	mu   sync.Mutex
 	free []*scorer // at most maxHelpers+1: the goroutines of one cycle
+}
+
+// repriced is s under new prices: its revision, kinds and scorers, with
+// the fragmentation they memoized, which prices do not change.
+func (s *placerSet) repriced(prices map[string]float64) *placerSet {
+	of := s
+	if s.of != nil {
+		of = s.of
+	}
+	return &placerSet{rev: s.rev, kinds: s.kinds, total: s.total, prices: prices, of: of}
 }
 
 func newPlacerSet(rev uint64, kinds []weighted) *placerSet {
@@ -392,6 +406,9 @@ func newPlacerSet(rev uint64, kinds []weighted) *placerSet {
 
 // get takes a scorer of the set: one given back, or a new one.
 func (s *placerSet) get() *scorer {
+	if s.of != nil {
+		return s.of.get()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n := len(s.free); n > 0 {
@@ -404,6 +421,10 @@ func (s *placerSet) get() *scorer {
 
 // put gives c back.
 func (s *placerSet) put(c *scorer) {
+	if s.of != nil {
+		s.of.put(c)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.free) <= maxHelpers {
