@@ -634,26 +634,18 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 	}
 }
 
-// TestStaleScoresPayTheNewPrices: a score kept from an earlier workload
-// revision is stale in its fragmentation only; every node, refreshed or
-// not, pays the scarcity prices of the cycle's placer set. Before, a node
-// not yet refreshed kept the prices it was scored under, and a model
-// whose price had risen still looked cheap beside nodes refreshed.
-func TestStaleScoresPayTheNewPrices(t *testing.T) {
+// pricedNodes is revisionNodes' nodes (A10 and T4 by turns), and the
+// scores a cycle of nodeStates s under set gives them for a request of one
+// share, by node: what the tests of prices compare.
+func pricedNodes(t *testing.T) ([]fwk.NodeInfo, func(s *nodeStates, set *placerSet) map[string]int64) {
 	nodes, _, _ := revisionNodes(t)
 	r, err := readRequest(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{"cpu": resource.MustParse("1"), allocator.ResourceShare: resource.MustParse("1")}}}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	priced := func(rev uint64, kinds []weighted, prices map[string]float64) *placerSet {
-		set := newPlacerSet(rev, kinds)
-		set.prices = prices
-		return set
-	}
-	low, high := map[string]float64{"A10": 0.1, "T4": 0.1}, map[string]float64{"A10": 0.05, "T4": 0.9}
 	pl := &Plugin{}
-	scores := func(s *nodeStates, set *placerSet) map[string]int64 {
+	return nodes, func(s *nodeStates, set *placerSet) map[string]int64 {
 		c := s.score(pl, nodes, r, set)
 		out := map[string]int64{}
 		for _, n := range nodes {
@@ -663,13 +655,33 @@ func TestStaleScoresPayTheNewPrices(t *testing.T) {
 		}
 		return out
 	}
+}
+
+// priced is a placer set of revision rev over kinds, at prices.
+func priced(rev uint64, kinds []weighted, prices map[string]float64) *placerSet {
+	set := newPlacerSet(rev, kinds)
+	set.prices = prices
+	return set
+}
+
+// lowPrices and highPrices are the prices of pricedNodes' models before
+// and after: T4 dearer, A10 cheaper.
+var lowPrices, highPrices = map[string]float64{"A10": 0.1, "T4": 0.1}, map[string]float64{"A10": 0.05, "T4": 0.9}
+
+// TestStaleScoresPayTheNewPrices: a score kept from an earlier workload
+// revision is stale in its fragmentation only; every node, refreshed or
+// not, pays the scarcity prices of the cycle's placer set. Before, a node
+// not yet refreshed kept the prices it was scored under, and a model
+// whose price had risen still looked cheap beside nodes refreshed.
+func TestStaleScoresPayTheNewPrices(t *testing.T) {
+	nodes, scores := pricedNodes(t)
 	var f1, f2, f3 nodeStates
-	before := scores(&f1, priced(1, onesKinds, low))
-	stale := scores(&f2, priced(1, onesKinds, high)) // revision 1's fragmentation, revision 2's prices
-	revised := scores(&f3, priced(2, threesKinds, high))
+	before := scores(&f1, priced(1, onesKinds, lowPrices))
+	stale := scores(&f2, priced(1, onesKinds, highPrices)) // revision 1's fragmentation, revision 2's prices
+	revised := scores(&f3, priced(2, threesKinds, highPrices))
 	kept := nodeStates{refreshAtMost: 3}
-	scores(&kept, priced(1, onesKinds, low))
-	got := scores(&kept, priced(2, threesKinds, high))
+	scores(&kept, priced(1, onesKinds, lowPrices))
+	got := scores(&kept, priced(2, threesKinds, highPrices))
 	var fresh, moved int
 	for _, n := range nodes {
 		name := n.Node().Name
@@ -693,29 +705,11 @@ func TestStaleScoresPayTheNewPrices(t *testing.T) {
 // stay, a cycle computes no score afresh, and every node pays the new
 // prices, as a plugin that never saw the nodes scores them.
 func TestNewPricesKeepTheScores(t *testing.T) {
-	nodes, _, _ := revisionNodes(t)
-	r, err := readRequest(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{"cpu": resource.MustParse("1"), allocator.ResourceShare: resource.MustParse("1")}}}}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl := &Plugin{}
-	scores := func(s *nodeStates, set *placerSet) map[string]int64 {
-		c := s.score(pl, nodes, r, set)
-		out := map[string]int64{}
-		for _, n := range nodes {
-			if v, ok := c.lookup(n); ok {
-				out[n.Node().Name] = v
-			}
-		}
-		return out
-	}
-	low, high := map[string]float64{"A10": 0.1, "T4": 0.1}, map[string]float64{"A10": 0.05, "T4": 0.9}
-	set := newPlacerSet(1, onesKinds)
-	set.prices = low
+	_, scores := pricedNodes(t)
+	set := priced(1, onesKinds, lowPrices)
 	var kept nodeStates
 	before := scores(&kept, set)
-	again := set.repriced(high)
+	again := set.repriced(highPrices)
 	sc := set.get()
 	set.put(sc)
 	shared := again.get()
@@ -727,10 +721,8 @@ func TestNewPricesKeepTheScores(t *testing.T) {
 	if kept.computed != 0 {
 		t.Errorf("the cycle under new prices computed %d scores afresh, want 0", kept.computed)
 	}
-	fresh := newPlacerSet(1, onesKinds)
-	fresh.prices = high
 	var never nodeStates
-	if want := scores(&never, fresh); !cmp.Equal(got, want) {
+	if want := scores(&never, priced(1, onesKinds, highPrices)); !cmp.Equal(got, want) {
 		t.Errorf("scores under the new prices (-a plugin that never saw the nodes +kept):\n%s", cmp.Diff(want, got))
 	}
 	if cmp.Equal(got, before) {
@@ -809,7 +801,7 @@ func TestNodesAlikeShareOneComputation(t *testing.T) {
 	for _, n := range nodes {
 		got, _ := c.lookup(n)
 		st := &nodeState{}
-		want := pl.rawScore(newPlacerSet(1, set.kinds).get(), n, r, pl.view(n, r, st), set.prices)
+		want, _ := pl.unpricedScore(newPlacerSet(1, set.kinds).get(), n, r, pl.view(n, r, st)) // the set prices nothing
 		if got != want {
 			t.Errorf("%s: score %d, want %d, its own", n.Node().Name, got, want)
 		}

@@ -521,19 +521,10 @@ func (s *nodeStates) stateID(n fwk.NodeInfo, v *gpuView) (int32, bool) {
 	return v.id, v.id >= 0
 }
 
-// rawScore is the placement score of r on n, whose view for r is v, at
-// prices, scaled to Score's integers, or unscored where the plugin cannot
-// model the node.
-func (pl *Plugin) rawScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView, prices map[string]float64) int64 {
-	score, milli := pl.unpricedScore(sc, n, r, v)
-	if score == unscored || milli == 0 {
-		return score
-	}
-	return score - pricedMilli(prices[v.model], milli)
-}
-
-// unpricedScore is rawScore without the scarcity price, and the milli-GPU
-// the price is paid on (see scorer.score).
+// unpricedScore is the placement score of r on n, whose view for r is v,
+// without the scarcity price, scaled to Score's integers, or unscored
+// where the plugin cannot model the node; and the milli-GPU the price is
+// paid on (see scorer.score).
 func (pl *Plugin) unpricedScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuView) (int64, int32) {
 	raw, milli, ok := sc.score(n, r, v)
 	if !ok {
@@ -542,18 +533,13 @@ func (pl *Plugin) unpricedScore(sc *scorer, n fwk.NodeInfo, r request, v *gpuVie
 	return int64(math.Round(raw * scoreScale)), int32(milli)
 }
 
-// pricedMilli is price per milli-GPU on milli, in Score's integers.
-func pricedMilli(price float64, milli int32) int64 {
-	return int64(math.Round(price * float64(milli) * scoreScale))
-}
-
 // priced is a kept score with the scarcity price of the cycle's placer
 // set (pricesOf) added.
 func (s *nodeStates) priced(score int64, milli int32, model uint32) int64 {
 	if score == unscored || milli == 0 {
 		return score
 	}
-	return score - pricedMilli(s.price[model], milli)
+	return score - int64(math.Round(s.price[model]*float64(milli)*scoreScale))
 }
 
 // pricesOf makes price the prices of set, by model number.
