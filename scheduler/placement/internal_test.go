@@ -582,6 +582,70 @@ func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
 	}
 }
 
+// A cycle finds a node's entry by the Node object its NodeInfo holds,
+// through the scheduler's own cache and snapshot: copies of the NodeInfos
+// (as pod-group preemption makes) hold the same objects and find the
+// entries kept; a node whose object the informer replaces keeps its one
+// entry (by name), which the change resets; and the objects replaced do
+// not pile up.
+func TestEntriesFollowTheNodeObject(t *testing.T) {
+	nodes, _, _ := revisionNodes(t)
+	logger := klog.Background()
+	sc := internalcache.New(context.Background(), nil, false, false)
+	for _, n := range nodes {
+		sc.AddNode(logger, n.Node())
+	}
+	snap := internalcache.NewEmptySnapshot()
+	var s nodeStates
+	set := newPlacerSet(1, onesKinds)
+	infos := func() []fwk.NodeInfo {
+		t.Helper()
+		if err := sc.UpdateSnapshot(logger, snap); err != nil {
+			t.Fatal(err)
+		}
+		infos, err := snap.NodeInfos().List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return infos
+	}
+	cycle := func(infos []fwk.NodeInfo) map[string]int64 {
+		c := s.score(&Plugin{}, infos, mustRequest(t), set)
+		out := map[string]int64{}
+		for _, n := range infos {
+			if v, ok := c.lookup(n); ok {
+				out[n.Node().Name] = v
+			}
+		}
+		return out
+	}
+	want := cycle(infos())
+	if len(want) != len(nodes) || len(s.byNode) != len(nodes) {
+		t.Fatalf("first cycle: %d nodes scored, %d kept by object; want %d", len(want), len(s.byNode), len(nodes))
+	}
+	var copies []fwk.NodeInfo
+	for _, n := range infos() {
+		copies = append(copies, n.Snapshot())
+	}
+	if got := cycle(copies); s.computed != 0 || len(s.byNode) != len(nodes) || !cmp.Equal(want, got) {
+		t.Errorf("copies of the NodeInfos: %d computed, %d kept by object, scores %v; want 0, %d, %v", s.computed, len(s.byNode), got, len(nodes), want)
+	}
+	old := nodes[1].Node()
+	for i := range 200 {
+		n := old.DeepCopy()
+		n.Labels = map[string]string{"turn": fmt.Sprint(i)}
+		sc.UpdateNode(logger, old, n)
+		old = n
+		got := cycle(infos())
+		if s.computed != 1 || len(s.m) != len(nodes) || !cmp.Equal(want, got) {
+			t.Fatalf("n1's object replaced (%d): %d computed, %d entries, scores %v; want 1, %d, %v", i, s.computed, len(s.m), got, len(nodes), want)
+		}
+	}
+	if most := 2*len(nodes) + 64; len(s.byNode) > most {
+		t.Errorf("after 200 objects of n1: %d kept by object, want at most %d", len(s.byNode), most)
+	}
+}
+
 // mustRequest is revisionNodes' request: one share, one CPU.
 func mustRequest(t *testing.T) request {
 	t.Helper()
@@ -610,7 +674,7 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 		for _, n := range nodes {
 			name := n.Node().Name
 			want := old[name]
-			if k, ok := kept.find(kept.m[name], 0); ok && k.rev == 2 {
+			if k, ok := kept.find(kept.m[name].slot, 0); ok && k.rev == 2 {
 				fresh, want = fresh+1, revised[name]
 			}
 			if got[name] != want {
@@ -686,7 +750,7 @@ func TestStaleScoresPayTheNewPrices(t *testing.T) {
 	for _, n := range nodes {
 		name := n.Node().Name
 		want := stale[name]
-		if k, ok := kept.find(kept.m[name], 0); ok && k.rev == 2 {
+		if k, ok := kept.find(kept.m[name].slot, 0); ok && k.rev == 2 {
 			fresh, want = fresh+1, revised[name]
 		} else if stale[name] != before[name] {
 			moved++

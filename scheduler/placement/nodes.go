@@ -53,11 +53,25 @@ type nodeStates struct {
 	refreshAtMost int
 
 	mu sync.Mutex
-	// m holds the entries by node name. (Keyed by the snapshot's
-	// NodeInfo pointer it saved reading the name, about 6% of the loop,
-	// but pod-group preemption, behind the GenericWorkload gate, runs
-	// cycles on copies of every NodeInfo, each copy a new entry.)
+	// m holds the entries by node name; byNode, their slots by the Node
+	// object a cycle's NodeInfo holds, so that a cycle finds an entry
+	// without reading the node's name. The name (the Node object and the
+	// string's bytes) and the name map's keys are memory the scheduler's
+	// Filter has evicted from the caches by the time PreScore runs:
+	// looking up by name was a fifth of PreScore's time in a profile of
+	// the 1,213-node replay. A Node object is of one node (the informer
+	// replaces it, never changes it), and NodeInfo copies (pod-group
+	// preemption) hold the same one. byNode grows by a Node object each
+	// time a node's object is replaced, and is emptied when it holds many
+	// more than m, or a node is forgotten.
 	m      map[string]*nodeState
+	byNode map[*corev1.Node]int32
+	// hot is, by slot, what the per-node loop reads and writes of each
+	// entry, in one array rather than in the entries, which were a cache
+	// miss a node; states is, by slot, the entry, read only for the nodes
+	// a cycle computes.
+	hot    []hotState
+	states []*nodeState
 	cycles uint64 // PreScore calls, to forget nodes no longer seen
 	// reqs numbers the requests scored, so that a node keeps its scores
 	// by a number rather than by the request. When the numbering starts
@@ -105,9 +119,9 @@ type nodeStates struct {
 }
 
 type nodeState struct {
-	gen    int64
+	// slices is the count of slice changes the entry is of (as its
+	// hotState's).
 	slices uint64
-	seen   uint64 // the cycle that last scored the node
 
 	// views are the node's device-plugin views, by share resource (nil
 	// entries: the node has no such view); dra is its DRA view (draMade:
@@ -124,15 +138,22 @@ type nodeState struct {
 	parsed   bool
 	layoutAt uint64
 
-	// slot is the node's index in nodeStates.kept's arrays; ver is the
-	// version of the entry, new whenever the node changes (or the slot
-	// passes to another node): a score kept under another version is not
-	// the node's now.
+	// slot is the node's index in nodeStates.kept's arrays and in hot.
 	slot int32
-	ver  uint32
+}
 
-	// cur is the node's score in cycle cur, for Score to look up.
+// hotState is what a cycle reads of every node's entry: the node's
+// NodeInfo generation and count of slice changes the entry is of, the
+// cycle that last scored it; ver, the version of the entry, new whenever
+// the node changes (or the slot passes to another node): a score kept
+// under another version is not the node's now; and cur, the node's score
+// in cycle curCycle, for Score to look up.
+type hotState struct {
+	gen           int64
+	slices        uint64
+	seen          uint64
 	cur, curCycle int64
+	ver           uint32
 }
 
 // miss is a node whose score a cycle computes, or takes from an alike
@@ -173,10 +194,11 @@ type kept struct {
 	model uint32
 }
 
-// find is the score kept for request req on st's node as it is now.
-func (s *nodeStates) find(st *nodeState, req uint32) (kept, bool) {
-	if int(req) < len(s.kept) && int(st.slot) < len(s.kept[req]) {
-		if k := s.kept[req][st.slot]; k.rev != 0 && k.ver == st.ver {
+// find is the score kept for request req on the node of slot sl as it is
+// now.
+func (s *nodeStates) find(sl int32, req uint32) (kept, bool) {
+	if int(req) < len(s.kept) && int(sl) < len(s.kept[req]) {
+		if k := s.kept[req][sl]; k.rev != 0 && k.ver == s.hot[sl].ver {
 			return k, true
 		}
 	}
@@ -193,7 +215,7 @@ func (s *nodeStates) keep(st *nodeState, req uint32, k kept) {
 		row = slices.Grow(row, int(s.slots)-len(row))[:s.slots]
 		s.kept[req] = row
 	}
-	k.ver = st.ver
+	k.ver = s.hot[st.slot].ver
 	row[st.slot] = k
 }
 
@@ -204,26 +226,30 @@ func (s *nodeStates) keep(st *nodeState, req uint32, k kept) {
 // (score), so that the versions never wrap within one.
 func (s *nodeStates) reset(st *nodeState, gen int64, sliceGen uint64) {
 	s.ver++
-	st.gen, st.slices, st.ver, st.views, st.dra, st.draMade = gen, sliceGen, s.ver, nil, nil, false
+	h := &s.hot[st.slot]
+	h.gen, h.slices, h.ver = gen, sliceGen, s.ver
+	st.slices, st.views, st.dra, st.draMade = sliceGen, nil, nil, false
 }
 
 // forgetScores ends every score kept: the request numbering starts over
 // and the versions with it.
 func (s *nodeStates) forgetScores() {
 	s.reqs, s.kept, s.ver = map[reqKey]uint32{}, nil, 0
-	for _, st := range s.m {
-		st.ver = 0
+	for i := range s.hot {
+		s.hot[i].ver = 0
 	}
 }
 
-// slot hands out a slot for a new node's entry.
-func (s *nodeStates) slot() int32 {
+// slot hands out a slot for st, a new node's entry.
+func (s *nodeStates) slot(st *nodeState) int32 {
 	if n := len(s.free); n > 0 {
 		sl := s.free[n-1]
 		s.free = s.free[:n-1]
+		s.hot[sl], s.states[sl] = hotState{}, st
 		return sl
 	}
 	s.slots++
+	s.hot, s.states = append(s.hot, hotState{}), append(s.states, st)
 	return s.slots - 1
 }
 
@@ -305,6 +331,9 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	if s.m == nil {
 		s.m = map[string]*nodeState{}
 	}
+	if s.byNode == nil {
+		s.byNode = map[*corev1.Node]int32{}
+	}
 	s.cycles++
 	c := &cycle{states: s, n: int64(s.cycles)}
 	rev := max(set.rev, 1)
@@ -321,24 +350,24 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	defer func() { clear(missed); s.missed = missed[:0] }() // kept for the next cycle, holding no node
 	refresh := s.refresh()
 	for _, n := range nodes {
-		name := n.Node().Name
-		st := s.m[name]
-		if st == nil {
-			st = &nodeState{slot: s.slot()}
-			s.m[name] = st
-			s.reset(st, n.GetGeneration(), sliceGen)
-		} else if st.gen != n.GetGeneration() || st.slices != sliceGen {
-			s.reset(st, n.GetGeneration(), sliceGen)
+		sl, found := s.byNode[n.Node()]
+		made := false
+		if !found {
+			sl, made = s.byName(n.Node())
 		}
-		st.seen = s.cycles
-		if k, ok := s.find(st, req); ok && cacheable {
+		h := &s.hot[sl]
+		if made || h.gen != n.GetGeneration() || h.slices != sliceGen {
+			s.reset(s.states[sl], n.GetGeneration(), sliceGen)
+		}
+		h.seen = s.cycles
+		if k, ok := s.find(sl, req); ok && cacheable {
 			if k.rev == uint32(rev) || refresh == 0 {
-				st.cur, st.curCycle = s.priced(k.score, k.milli, k.model), c.n
+				h.cur, h.curCycle = s.priced(k.score, k.milli, k.model), c.n
 				continue
 			}
 			refresh--
 		}
-		missed = append(missed, miss{n: n, st: st})
+		missed = append(missed, miss{n: n, st: s.states[sl]})
 	}
 	// Nodes alike score alike: of each state (see stateKey) one node is
 	// computed, the others take its score. A packing scheduler leaves many
@@ -388,17 +417,37 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		if cacheable {
 			s.keep(m.st, req, kept{score: m.score, rev: uint32(rev), milli: m.milli, model: model})
 		}
-		m.st.cur, m.st.curCycle = s.priced(m.score, m.milli, model), c.n
+		h := &s.hot[m.st.slot]
+		h.cur, h.curCycle = s.priced(m.score, m.milli, model), c.n
 	}
 	if s.cycles%forgetAfter == 0 {
 		for name, st := range s.m {
-			if s.cycles-st.seen >= forgetAfter {
+			if s.cycles-s.hot[st.slot].seen >= forgetAfter {
 				delete(s.m, name)
-				s.free = append(s.free, st.slot)
+				s.free, s.states[st.slot] = append(s.free, st.slot), nil
+				clear(s.byNode) // it may hold st's slot
 			}
 		}
 	}
 	return c
+}
+
+// byName is the slot of the entry of the node whose object is node, found
+// by name, or made (made: the caller resets it), and kept by node too.
+// byNode starts over when it holds more than twice the entries and some:
+// each time a node's object is replaced, it holds one more.
+func (s *nodeStates) byName(node *corev1.Node) (slot int32, made bool) {
+	st := s.m[node.Name]
+	if st == nil {
+		st, made = &nodeState{}, true
+		st.slot = s.slot(st)
+		s.m[node.Name] = st
+	}
+	if len(s.byNode) >= 2*len(s.m)+64 {
+		clear(s.byNode)
+	}
+	s.byNode[node] = st.slot
+	return st.slot, made
 }
 
 // maxHelpers bounds the goroutines that help a cycle score nodes: the
@@ -448,11 +497,18 @@ func (c *cycle) Clone() fwk.StateData { return c }
 
 // lookup is n's score in cycle c; false for a node c did not score.
 func (c *cycle) lookup(n fwk.NodeInfo) (int64, bool) {
-	st := c.states.m[n.Node().Name]
-	if st == nil || st.curCycle != c.n {
-		return 0, false
+	sl, ok := c.states.byNode[n.Node()]
+	if !ok {
+		st := c.states.m[n.Node().Name]
+		if st == nil {
+			return 0, false
+		}
+		sl = st.slot
 	}
-	return st.cur, true
+	if h := c.states.hot[sl]; h.curCycle == c.n {
+		return h.cur, true
+	}
+	return 0, false
 }
 
 // number is the number of request key, numbering it if new.
