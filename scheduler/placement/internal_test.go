@@ -586,14 +586,21 @@ func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
 // through the scheduler's own cache and snapshot: copies of the NodeInfos
 // (as pod-group preemption makes) hold the same objects and find the
 // entries kept; a node whose object the informer replaces keeps its one
-// entry (by name), which the change resets; and the objects replaced do
-// not pile up.
+// entry (by name), which the change resets, and its score; byNode holds
+// one object a node, and none of a node forgotten.
 func TestEntriesFollowTheNodeObject(t *testing.T) {
 	nodes, _, _ := revisionNodes(t)
 	logger := klog.Background()
 	sc := internalcache.New(context.Background(), nil, false, false)
 	for _, n := range nodes {
 		sc.AddNode(logger, n.Node())
+		for _, p := range n.GetPods() {
+			pod := p.GetPod().DeepCopy()
+			pod.Spec.NodeName = n.Node().Name
+			if err := sc.AddPod(logger, pod); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	snap := internalcache.NewEmptySnapshot()
 	var s nodeStates
@@ -623,6 +630,11 @@ func TestEntriesFollowTheNodeObject(t *testing.T) {
 	if len(want) != len(nodes) || len(s.byNode) != len(nodes) {
 		t.Fatalf("first cycle: %d nodes scored, %d kept by object; want %d", len(want), len(s.byNode), len(nodes))
 	}
+	for name, v := range want {
+		if name != "n1" && v == want["n1"] {
+			t.Fatalf("n1 and %s both score %d: a node found in another's entry would pass unseen", name, v)
+		}
+	}
 	var copies []fwk.NodeInfo
 	for _, n := range infos() {
 		copies = append(copies, n.Snapshot())
@@ -641,8 +653,21 @@ func TestEntriesFollowTheNodeObject(t *testing.T) {
 			t.Fatalf("n1's object replaced (%d): %d computed, %d entries, scores %v; want 1, %d, %v", i, s.computed, len(s.m), got, len(nodes), want)
 		}
 	}
-	if most := 2*len(nodes) + 64; len(s.byNode) > most {
-		t.Errorf("after 200 objects of n1: %d kept by object, want at most %d", len(s.byNode), most)
+	if len(s.byNode) != len(nodes) {
+		t.Errorf("after 200 objects of n1: %d kept by object, want %d", len(s.byNode), len(nodes))
+	}
+	n0 := nodes[0].Node()
+	var rest []fwk.NodeInfo
+	for _, n := range infos() {
+		if n.Node().Name != "n0" {
+			rest = append(rest, n)
+		}
+	}
+	for range 2 * forgetAfter {
+		cycle(rest)
+	}
+	if _, kept := s.byNode[n0]; kept || s.m["n0"] != nil || len(s.byNode) != len(rest) {
+		t.Errorf("n0 forgotten: its object kept by byNode %v, its entry %v, %d kept by object; want neither, %d", kept, s.m["n0"] != nil, len(s.byNode), len(rest))
 	}
 }
 

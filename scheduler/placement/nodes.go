@@ -61,9 +61,10 @@ type nodeStates struct {
 	// looking up by name was a fifth of PreScore's time in a profile of
 	// the 1,213-node replay. A Node object is of one node (the informer
 	// replaces it, never changes it), and NodeInfo copies (pod-group
-	// preemption) hold the same one. byNode grows by a Node object each
-	// time a node's object is replaced, and is emptied when it holds many
-	// more than m, or a node is forgotten.
+	// preemption) hold the same one. byNode holds one object a node, the
+	// last its entry was found by (nodeState.node): a new object (the
+	// informer replaced it, or an extender decoded its own) takes the old
+	// one's place.
 	m      map[string]*nodeState
 	byNode map[*corev1.Node]int32
 	// hot is, by slot, what the per-node loop reads and writes of each
@@ -87,7 +88,7 @@ type nodeStates struct {
 	// forgotten, handed out again first.
 	slots int32
 	free  []int32
-	// ver numbers the entries' versions (nodeState.ver); revHigh is the
+	// ver numbers the entries' versions (hotState.ver); revHigh is the
 	// high half of the workload revisions the kept scores are of. When
 	// either would wrap, every kept score ends.
 	ver     uint32
@@ -138,8 +139,10 @@ type nodeState struct {
 	parsed   bool
 	layoutAt uint64
 
-	// slot is the node's index in nodeStates.kept's arrays and in hot.
+	// slot is the node's index in nodeStates.kept's arrays, in hot and
+	// in states; node is the Node object byNode holds for it.
 	slot int32
+	node *corev1.Node
 }
 
 // hotState is what a cycle reads of every node's entry: the node's
@@ -321,7 +324,7 @@ func (s *nodeStates) refreshCycles(nodes int) int {
 // score scores r on each of nodes: the score the node's entry keeps, or
 // one computed (spread over goroutines, each with a scorer of its own)
 // and kept. It returns the cycle, whose lookup Score
-// calls: each node's entry holds its score of this cycle, so a cycle
+// calls: each node's hotState holds its score of this cycle, so a cycle
 // builds no map of its own.
 func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *placerSet) *cycle {
 	key, cacheable := keyOf(r)
@@ -425,7 +428,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 			if s.cycles-s.hot[st.slot].seen >= forgetAfter {
 				delete(s.m, name)
 				s.free, s.states[st.slot] = append(s.free, st.slot), nil
-				clear(s.byNode) // it may hold st's slot
+				delete(s.byNode, st.node)
 			}
 		}
 	}
@@ -433,9 +436,8 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 }
 
 // byName is the slot of the entry of the node whose object is node, found
-// by name, or made (made: the caller resets it), and kept by node too.
-// byNode starts over when it holds more than twice the entries and some:
-// each time a node's object is replaced, it holds one more.
+// by name, or made (made: the caller resets it), and kept by node
+// instead of the object it was kept by before.
 func (s *nodeStates) byName(node *corev1.Node) (slot int32, made bool) {
 	st := s.m[node.Name]
 	if st == nil {
@@ -443,9 +445,10 @@ func (s *nodeStates) byName(node *corev1.Node) (slot int32, made bool) {
 		st.slot = s.slot(st)
 		s.m[node.Name] = st
 	}
-	if len(s.byNode) >= 2*len(s.m)+64 {
-		clear(s.byNode)
+	if st.node != nil {
+		delete(s.byNode, st.node)
 	}
+	st.node = node
 	s.byNode[node] = st.slot
 	return st.slot, made
 }
@@ -485,9 +488,9 @@ func spread(pieces int, piece func(int)) {
 }
 
 // cycle is what PreScore leaves for Score: the cycle whose scores the
-// nodes' entries hold. Score calls of a cycle run after its PreScore and
+// nodes' hotStates hold. Score calls of a cycle run after its PreScore and
 // before the next cycle's (the scheduler runs its scheduling cycles one at
-// a time), so they read the entries without the lock.
+// a time), so they read byNode, m and hot without the lock.
 type cycle struct {
 	states *nodeStates
 	n      int64
