@@ -447,14 +447,7 @@ func revisionNodes(t *testing.T) (nodes []fwk.NodeInfo, under func(s *nodeStates
 		if sets[rev] == nil {
 			sets[rev] = newPlacerSet(rev, kinds)
 		}
-		c := s.score(pl, nodes, r, sets[rev])
-		out := map[string]int64{}
-		for _, n := range nodes {
-			if v, ok := c.lookup(n); ok {
-				out[n.Node().Name] = v
-			}
-		}
-		return out
+		return scoresOf(s.score(pl, nodes, r, sets[rev]), nodes)
 	}
 	return nodes, func(s *nodeStates, rev uint64, kinds []weighted) map[string]int64 {
 		return underCPU(s, rev, kinds, 1)
@@ -533,12 +526,12 @@ func TestKeptScoresBelongToTheirNode(t *testing.T) {
 	}
 }
 
-// Through the scheduler's own cache and snapshot (UpdateSnapshot between
-// cycles), a cycle computes afresh only the node a pod came to.
-func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
-	nodes, _, _ := revisionNodes(t)
+// schedulerCache is the scheduler's own cache holding nodes and their
+// pods, and infos, its snapshot's NodeInfos updated (UpdateSnapshot), as
+// before each scheduling cycle.
+func schedulerCache(t *testing.T, nodes []fwk.NodeInfo) (sc internalcache.Cache, infos func() []fwk.NodeInfo) {
 	logger := klog.Background()
-	sc := internalcache.New(context.Background(), nil, false, false)
+	sc = internalcache.New(context.Background(), nil, false, false)
 	for _, n := range nodes {
 		sc.AddNode(logger, n.Node())
 		for _, p := range n.GetPods() {
@@ -550,9 +543,7 @@ func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
 		}
 	}
 	snap := internalcache.NewEmptySnapshot()
-	var s nodeStates
-	set := newPlacerSet(1, onesKinds)
-	cycle := func() {
+	return sc, func() []fwk.NodeInfo {
 		t.Helper()
 		if err := sc.UpdateSnapshot(logger, snap); err != nil {
 			t.Fatal(err)
@@ -561,8 +552,30 @@ func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.score(&Plugin{}, infos, mustRequest(t), set)
+		return infos
 	}
+}
+
+// scoresOf is the scores cycle c gave nodes, by node name.
+func scoresOf(c *cycle, nodes []fwk.NodeInfo) map[string]int64 {
+	out := map[string]int64{}
+	for _, n := range nodes {
+		if v, ok := c.lookup(n); ok {
+			out[n.Node().Name] = v
+		}
+	}
+	return out
+}
+
+// Through the scheduler's own cache and snapshot (UpdateSnapshot between
+// cycles), a cycle computes afresh only the node a pod came to.
+func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
+	nodes, _, _ := revisionNodes(t)
+	sc, infos := schedulerCache(t, nodes)
+	logger := klog.Background()
+	var s nodeStates
+	set := newPlacerSet(1, onesKinds)
+	cycle := func() { s.score(&Plugin{}, infos(), mustRequest(t), set) }
 	cycle()
 	if s.computed == 0 {
 		t.Fatal("the first cycle computed nothing")
@@ -590,41 +603,12 @@ func TestKeptScoresThroughTheSchedulersSnapshot(t *testing.T) {
 // one object a node, and none of a node forgotten.
 func TestEntriesFollowTheNodeObject(t *testing.T) {
 	nodes, _, _ := revisionNodes(t)
+	sc, infos := schedulerCache(t, nodes)
 	logger := klog.Background()
-	sc := internalcache.New(context.Background(), nil, false, false)
-	for _, n := range nodes {
-		sc.AddNode(logger, n.Node())
-		for _, p := range n.GetPods() {
-			pod := p.GetPod().DeepCopy()
-			pod.Spec.NodeName = n.Node().Name
-			if err := sc.AddPod(logger, pod); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	snap := internalcache.NewEmptySnapshot()
 	var s nodeStates
 	set := newPlacerSet(1, onesKinds)
-	infos := func() []fwk.NodeInfo {
-		t.Helper()
-		if err := sc.UpdateSnapshot(logger, snap); err != nil {
-			t.Fatal(err)
-		}
-		infos, err := snap.NodeInfos().List()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return infos
-	}
 	cycle := func(infos []fwk.NodeInfo) map[string]int64 {
-		c := s.score(&Plugin{}, infos, mustRequest(t), set)
-		out := map[string]int64{}
-		for _, n := range infos {
-			if v, ok := c.lookup(n); ok {
-				out[n.Node().Name] = v
-			}
-		}
-		return out
+		return scoresOf(s.score(&Plugin{}, infos, mustRequest(t), set), infos)
 	}
 	want := cycle(infos())
 	if len(want) != len(nodes) || len(s.byNode) != len(nodes) {
@@ -735,14 +719,7 @@ func pricedNodes(t *testing.T) ([]fwk.NodeInfo, func(s *nodeStates, set *placerS
 	}
 	pl := &Plugin{}
 	return nodes, func(s *nodeStates, set *placerSet) map[string]int64 {
-		c := s.score(pl, nodes, r, set)
-		out := map[string]int64{}
-		for _, n := range nodes {
-			if v, ok := c.lookup(n); ok {
-				out[n.Node().Name] = v
-			}
-		}
-		return out
+		return scoresOf(s.score(pl, nodes, r, set), nodes)
 	}
 }
 
