@@ -1007,3 +1007,55 @@ func TestSpellChoicesTellsListsApart(t *testing.T) {
 		}
 	}
 }
+
+// A cycle finds most nodes' slots by walking the last cycle's list
+// (nodeStates.prev) rather than byNode. Whatever the order and the subset
+// of nodes from one cycle to the next (rotated, reversed, every other one
+// infeasible, a node's object replaced), every node is found in its own
+// entry: prev pairs each object with its node's slot, a cycle that changes
+// nothing computes nothing, and the scores are those a fresh cache computes.
+func TestCycleFindsSlotsInAnyOrder(t *testing.T) {
+	nodes, _, _ := revisionNodes(t)
+	set := newPlacerSet(1, onesKinds)
+	var s nodeStates
+	cycle := func(infos []fwk.NodeInfo) (map[string]int64, map[string]int64) {
+		var fresh nodeStates
+		return scoresOf(s.score(&Plugin{}, infos, mustRequest(t), set), infos),
+			scoresOf(fresh.score(&Plugin{}, infos, mustRequest(t), set), infos)
+	}
+	rotated := func(k int) []fwk.NodeInfo { return append(slices.Clone(nodes[k:]), nodes[:k]...) }
+	reversed := slices.Clone(nodes)
+	slices.Reverse(reversed)
+	var odd []fwk.NodeInfo
+	for i, n := range nodes {
+		if i%2 == 1 {
+			odd = append(odd, n)
+		}
+	}
+	replaced := slices.Clone(nodes)
+	info := nodes[3].Snapshot()
+	n := info.Node().DeepCopy()
+	n.Labels = map[string]string{"new": "object"}
+	info.SetNode(n)
+	replaced[3] = info
+	orders := [][]fwk.NodeInfo{nodes, nodes, rotated(3), rotated(5), reversed, odd, nodes, odd, rotated(1), replaced, nodes}
+	for i, infos := range orders {
+		got, want := cycle(infos)
+		if !cmp.Equal(got, want) {
+			t.Errorf("order %d: scores %v, a fresh cache's %v", i, got, want)
+		}
+		// 9 replaces n3's object (a new generation), 10 puts the old one
+		// back: each a new version of n3's entry, one score computed.
+		if wantComputed := map[bool]int{true: 1}[i >= 9]; i > 0 && s.computed != wantComputed {
+			t.Errorf("order %d: %d scores computed, want %d", i, s.computed, wantComputed)
+		}
+		if len(s.prev) != len(infos) {
+			t.Fatalf("order %d: prev holds %d nodes, want %d", i, len(s.prev), len(infos))
+		}
+		for j, p := range s.prev {
+			if p.node != infos[j].Node() || s.m[p.node.Name] == nil || s.m[p.node.Name].slot != p.slot {
+				t.Errorf("order %d: prev[%d] is %s in slot %d, not its node's entry", i, j, p.node.Name, p.slot)
+			}
+		}
+	}
+}

@@ -115,6 +115,15 @@ type nodeStates struct {
 	// that computes many scores does not grow them afresh.
 	missed []miss
 	todo   []int
+	// prev is the last cycle's nodes with their slots, in its order (cur,
+	// the array the next list is written to). The scheduler hands
+	// PreScore the feasible nodes in the order of its snapshot, from the
+	// same start while it checks every node, so that a cycle's nodes are
+	// mostly the last one's in the same order: a cycle finds a node's slot
+	// a few steps on in prev, in an array it reads in order, before it
+	// looks in byNode, a cache miss a node. A Node object in prev is the
+	// node's until its slot is freed, which takes cycles without it.
+	prev, cur []nodeSlot
 	// computed is how many scores the last cycle computed.
 	computed int
 }
@@ -169,6 +178,17 @@ type miss struct {
 	score  int64
 	milli  int32
 }
+
+// nodeSlot is a node's Node object and its entry's slot.
+type nodeSlot struct {
+	node *corev1.Node
+	slot int32
+}
+
+// lookAhead is how many of the last cycle's nodes a cycle looks through
+// for a node before it looks in byNode: a node infeasible for this pod
+// but not for the last one is skipped.
+const lookAhead = 8
 
 // alikeAt is the node of a state met first in cycle cycle: its index in
 // that cycle's missed.
@@ -352,12 +372,23 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	missed := s.missed[:0]
 	defer func() { clear(missed); s.missed = missed[:0] }() // kept for the next cycle, holding no node
 	refresh := s.refresh()
+	prev, cur := s.prev, s.cur[:0]
+	at := 0 // where in prev the next node is looked for first
 	for _, n := range nodes {
-		sl, found := s.byNode[n.Node()]
-		made := false
-		if !found {
-			sl, made = s.byName(n.Node())
+		node := n.Node()
+		sl, found, made := int32(0), false, false
+		for k := at; k < min(at+lookAhead, len(prev)); k++ {
+			if prev[k].node == node {
+				sl, found, at = prev[k].slot, true, k+1
+				break
+			}
 		}
+		if !found {
+			if sl, found = s.byNode[node]; !found {
+				sl, made = s.byName(node)
+			}
+		}
+		cur = append(cur, nodeSlot{node: node, slot: sl})
 		h := &s.hot[sl]
 		if made || h.gen != n.GetGeneration() || h.slices != sliceGen {
 			s.reset(s.states[sl], n.GetGeneration(), sliceGen)
@@ -372,6 +403,8 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		}
 		missed = append(missed, miss{n: n, st: s.states[sl]})
 	}
+	clear(prev)
+	s.prev, s.cur = cur, prev[:0]
 	// Nodes alike score alike: of each state (see stateKey) one node is
 	// computed, the others take its score. A packing scheduler leaves many
 	// nodes idle, and the idle nodes of a type are alike.
