@@ -1059,3 +1059,30 @@ func TestCycleFindsSlotsInAnyOrder(t *testing.T) {
 		}
 	}
 }
+
+// The walk through the last cycle's list follows a rotated list (the
+// scheduler starts each cycle where the last stopped when it checks only
+// some of the nodes): the first node is looked up in byNode, and the walk
+// moves on to where it was, so that every node after it is found in prev.
+func TestCycleFollowsARotatedList(t *testing.T) {
+	base, _, _ := revisionNodes(t)
+	var nodes []fwk.NodeInfo
+	for i := range 3 * lookAhead {
+		info := base[i%len(base)].Snapshot()
+		n := info.Node().DeepCopy()
+		n.Name = fmt.Sprintf("m%d", i)
+		info.SetNode(n)
+		nodes = append(nodes, info)
+	}
+	set := newPlacerSet(1, onesKinds)
+	var s nodeStates
+	s.score(&Plugin{}, nodes, mustRequest(t), set)
+	if s.looked != len(nodes) {
+		t.Fatalf("first cycle: %d nodes looked up, want all %d", s.looked, len(nodes))
+	}
+	half := len(nodes) / 2
+	s.score(&Plugin{}, append(slices.Clone(nodes[half:]), nodes[:half]...), mustRequest(t), set)
+	if s.looked != 1 || s.computed != 0 {
+		t.Errorf("list rotated by %d: %d nodes looked up in byNode, %d scores computed; want 1, 0", half, s.looked, s.computed)
+	}
+}

@@ -124,8 +124,9 @@ type nodeStates struct {
 	// looks in byNode, a cache miss a node. A Node object in prev is the
 	// node's until its slot is freed, which takes cycles without it.
 	prev, cur []nodeSlot
-	// computed is how many scores the last cycle computed.
-	computed int
+	// computed is how many scores the last cycle computed; looked, for
+	// how many nodes it looked in byNode.
+	computed, looked int
 }
 
 type nodeState struct {
@@ -166,6 +167,7 @@ type hotState struct {
 	seen          uint64
 	cur, curCycle int64
 	ver           uint32
+	at            int32 // the node's index in the list of the cycle that last saw it (nodeStates.prev)
 }
 
 // miss is a node whose score a cycle computes, or takes from an alike
@@ -373,23 +375,39 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	defer func() { clear(missed); s.missed = missed[:0] }() // kept for the next cycle, holding no node
 	refresh := s.refresh()
 	prev, cur := s.prev, s.cur[:0]
+	s.looked = 0
 	at := 0 // where in prev the next node is looked for first
-	for _, n := range nodes {
+	for i, n := range nodes {
 		node := n.Node()
-		sl, found, made := int32(0), false, false
-		for k := at; k < min(at+lookAhead, len(prev)); k++ {
+		sl, inPrev, made := int32(0), false, false
+		for d := range min(lookAhead, len(prev)) {
+			k := at + d // the walk wraps, as a rotated list does
+			if k >= len(prev) {
+				k -= len(prev)
+			}
 			if prev[k].node == node {
-				sl, found, at = prev[k].slot, true, k+1
+				sl, inPrev, at = prev[k].slot, true, k+1
 				break
 			}
 		}
-		if !found {
+		if !inPrev {
+			s.looked++
+			var found bool
 			if sl, found = s.byNode[node]; !found {
 				sl, made = s.byName(node)
 			}
 		}
 		cur = append(cur, nodeSlot{node: node, slot: sl})
 		h := &s.hot[sl]
+		// A node found in byNode that was in the last cycle's list too
+		// moves the walk on to where it was there: after a rotation of
+		// the list (the scheduler starts where it stopped when it checks
+		// only some of the nodes), the nodes after it are found in prev
+		// again.
+		if !inPrev && !made && h.seen == s.cycles-1 && int(h.at) < len(prev) && prev[h.at].node == node {
+			at = int(h.at) + 1
+		}
+		h.at = int32(i)
 		if made || h.gen != n.GetGeneration() || h.slices != sliceGen {
 			s.reset(s.states[sl], n.GetGeneration(), sliceGen)
 		}
