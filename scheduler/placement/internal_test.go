@@ -3,6 +3,7 @@ package placement
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -1084,5 +1085,81 @@ func TestCycleFollowsARotatedList(t *testing.T) {
 	s.score(&Plugin{}, append(slices.Clone(nodes[half:]), nodes[:half]...), mustRequest(t), set)
 	if s.looked != 1 || s.computed != 0 {
 		t.Errorf("list rotated by %d: %d nodes looked up in byNode, %d scores computed; want 1, 0", half, s.looked, s.computed)
+	}
+}
+
+// moved, summed over the kinds' numbers (ids, now, then), is the total
+// variation distance between the pods counted now and at the revision,
+// computed here from the counts by kind: through random arrivals,
+// departures and changes of kind, kinds that vanish and kinds new since
+// the revision, and revisions that number the kinds afresh.
+func TestMovedIsTheDistanceFromTheRevision(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	w := newWorkload()
+	kindOf := func(i int) counted { return counted{kind: kind{milliCPU: int64(100 * (i + 1)), gpus: 1}} }
+	var then map[counted]int
+	var thenPods int
+	var live []types.UID
+	revisions := 0
+	for step := range 4000 {
+		switch x := rng.IntN(10); {
+		case x < 6 || len(live) < 10:
+			live = append(live, types.UID(fmt.Sprint(step)))
+			w.set(live[len(live)-1], kindOf((step/500+rng.IntN(6))%30), nil, true) // the kinds drift
+		case x < 9:
+			i := rng.IntN(len(live))
+			w.set(live[i], counted{}, nil, false)
+			live = slices.Delete(live, i, i+1)
+		default:
+			w.set(live[rng.IntN(len(live))], kindOf(rng.IntN(30)), nil, true)
+		}
+		if was := w.rev; func() uint64 { r, _, _ := w.snapshotPinned(0); return r }() != was {
+			revisions++
+			then, thenPods = maps.Clone(w.count), len(w.pods)
+		}
+		w.mu.Lock()
+		got := w.moved()
+		n, r := len(w.pods), thenPods
+		var d int
+		for k := range w.count {
+			d += max(w.count[k]*r-then[k]*n, then[k]*n-w.count[k]*r)
+		}
+		for k, c := range then {
+			if _, ok := w.count[k]; !ok {
+				d += c * n
+			}
+		}
+		want := float64(d) / float64(2*n*r)
+		if n == 0 || r == 0 {
+			want = 1
+		}
+		w.mu.Unlock()
+		if got != want {
+			t.Fatalf("step %d: moved %v, the distance from the revision's counts %v", step, got, want)
+		}
+	}
+	if revisions < 5 {
+		t.Errorf("%d revisions over the run; want several, so that kinds are numbered afresh", revisions)
+	}
+}
+
+// BenchmarkMoved457Kinds is stillWithin's check of how far the mix moved,
+// over as many kinds as the gpuspec33 list asks (457) and the pods of the
+// 1,213-node replay: the check a cycle makes once enough pods changed.
+func BenchmarkMoved457Kinds(b *testing.B) {
+	w := newWorkload()
+	for i := range 8000 {
+		w.set(types.UID(fmt.Sprint(i)), counted{kind: kind{milliCPU: int64(100 * (1 + i%457)), gpus: 1}, pin: pin{models: fmt.Sprint("m", i%7)}}, nil, true)
+	}
+	w.snapshotPinned(0)
+	for i := range 300 { // the mix moves a little since the revision
+		w.set(types.UID(fmt.Sprint(i)), counted{kind: kind{milliCPU: int64(100 * (1 + (i+1)%457)), gpus: 1}}, nil, true)
+	}
+	var d float64
+	for b.Loop() {
+		d += w.moved()
+	}
+	if d == 0 {
+		b.Fatal("the mix did not move")
 	}
 }
