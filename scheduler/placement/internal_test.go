@@ -1163,3 +1163,28 @@ func BenchmarkMoved457Kinds(b *testing.B) {
 		b.Fatal("the mix did not move")
 	}
 }
+
+// Kinds that come and go between revisions do not grow the numbering: a
+// steady mix holds its revision while 20,000 short-lived pods, each of a
+// kind of its own, come and leave, and the arrays moved reads stay at the
+// revision's kinds and the one alive, not every kind ever seen.
+func TestKindsBetweenRevisionsDoNotGrowTheNumbering(t *testing.T) {
+	w := newWorkload()
+	steady := counted{kind: kind{milliCPU: 1000, gpus: 1}}
+	for i := range 1000 {
+		w.set(types.UID(fmt.Sprint("s", i)), steady, nil, true)
+	}
+	rev, _, _ := w.snapshotPinned(0)
+	for i := range 20000 {
+		uid := types.UID(fmt.Sprint("t", i))
+		w.set(uid, counted{kind: kind{milliCPU: int64(2000 + i), gpus: 1}}, nil, true)
+		w.set(uid, counted{}, nil, false)
+		w.snapshotPinned(0)
+	}
+	if r, _, _ := w.snapshotPinned(0); r != rev {
+		t.Fatalf("the mix held, yet revision %d after %d", r, rev)
+	}
+	if len(w.ids) != 1 || len(w.now) > 2 {
+		t.Errorf("after 20,000 kinds that came and went: %d kinds numbered, %d counts kept; want 1 and at most 2", len(w.ids), len(w.now))
+	}
+}

@@ -130,6 +130,7 @@ type workload struct {
 	// the rest.
 	ids       map[counted]int32
 	now, then []int64
+	free      []int32 // numbers freed since the revision, above then's
 	// quiet is how many changes since the last revision cannot have
 	// moved the mix by refreshShare, going by the last time moved was
 	// computed (see stillWithin).
@@ -223,7 +224,7 @@ func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind
 		w.ids[p.counted] = int32(len(w.now))
 		w.now = append(w.now, int64(w.count[p.counted]))
 	}
-	w.then = slices.Clone(w.now)
+	w.then, w.free = slices.Clone(w.now), w.free[:0]
 	return w.rev, w.kinds, w.pinned
 }
 
@@ -317,7 +318,14 @@ func (w *workload) set(uid types.UID, k counted, match *nodeaffinity.RequiredNod
 		if w.count[old]--; w.count[old] == 0 {
 			delete(w.count, old)
 		}
-		w.now[w.ids[old]]--
+		id := w.ids[old]
+		// A kind new since the revision that no pod has any more adds
+		// nothing to moved: its number is freed, so that kinds that come
+		// and go between revisions do not grow the arrays.
+		if w.now[id]--; w.now[id] == 0 && int(id) >= len(w.then) {
+			delete(w.ids, old)
+			w.free = append(w.free, id)
+		}
 		delete(w.pods, uid)
 	}
 	if ok {
@@ -325,9 +333,13 @@ func (w *workload) set(uid types.UID, k counted, match *nodeaffinity.RequiredNod
 		w.count[k]++
 		id, known := w.ids[k]
 		if !known {
-			id = int32(len(w.now))
+			if n := len(w.free); n > 0 {
+				id, w.free = w.free[n-1], w.free[:n-1]
+			} else {
+				id = int32(len(w.now))
+				w.now = append(w.now, 0)
+			}
 			w.ids[k] = id
-			w.now = append(w.now, 0)
 		}
 		w.now[id]++
 		if _, known := w.match[k.pin.nodes]; !known && match != nil {
