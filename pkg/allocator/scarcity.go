@@ -39,33 +39,49 @@ func Scarcity(tasks []FragTask, supply map[string]int) map[string]float64 {
 		}
 	}
 	slices.Sort(models) // a fixed order to walk them in, whatever the map's
-	need := map[string]float64{}
+	// The models each spec accepts (by index in models), and their GPUs: a
+	// workload's hundreds of tasks name a few specs.
+	type taking struct {
+		models   []int
+		accepted float64
+	}
+	bySpec := map[string]taking{}
+	gpus := make([]float64, len(models))
+	for i, m := range models {
+		gpus[i] = float64(supply[m])
+	}
+	need, needed := make([]float64, len(models)), make([]bool, len(models))
 	for _, t := range tasks {
 		if t.Spec == "" || t.GPUs == 0 {
 			continue
 		}
-		var accepted float64
-		var takers []string // the models t accepts
-		for _, m := range models {
-			if ModelAllowed(t.Spec, m) {
-				takers = append(takers, m)
-				accepted += float64(supply[m])
+		tk, ok := bySpec[t.Spec]
+		if !ok {
+			for i, m := range models {
+				if ModelAllowed(t.Spec, m) {
+					tk.models = append(tk.models, i)
+					tk.accepted += gpus[i]
+				}
 			}
+			bySpec[t.Spec] = tk
 		}
-		if accepted == 0 {
+		if tk.accepted == 0 {
 			continue
 		}
 		d := t.Weight * float64(t.GPUMilliTotal()) / demand * capacity
-		for _, m := range takers {
-			need[m] += d * float64(supply[m]) / accepted
+		for _, i := range tk.models {
+			need[i] += d * gpus[i] / tk.accepted
+			needed[i] = true
 		}
 	}
-	if len(need) == 0 {
-		return nil
-	}
-	out := make(map[string]float64, len(need))
-	for m, n := range need {
-		out[m] = min(1, n/float64(supply[m]))
+	var out map[string]float64
+	for i, m := range models {
+		if needed[i] {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[m] = min(1, need[i]/gpus[i])
+		}
 	}
 	return out
 }

@@ -41,6 +41,15 @@ func TestScarcity(t *testing.T) {
 	if diff := cmp.Diff(want, Scarcity(tasks, supply), cmpopts.EquateApprox(0, 1e-12)); diff != "" {
 		t.Errorf("Scarcity with a repeated model and a model without GPUs (-want +got)\n%s", diff)
 	}
+	// Tasks of a spec seen before take the models it took then: split in
+	// turns, a workload is priced as it is whole.
+	split := []FragTask{{GPUMilli: 1000, GPUs: 1, Spec: "A|B", Weight: 0.1}, {GPUMilli: 500, GPUs: 1, Spec: "C", Weight: 0.1},
+		{GPUMilli: 1000, GPUs: 1, Spec: "A|B", Weight: 0.1}, {GPUMilli: 500, GPUs: 1, Spec: "C", Weight: 0.1}, {GPUMilli: 1000, GPUs: 1, Weight: 0.6}}
+	whole := []FragTask{{GPUMilli: 1000, GPUs: 1, Spec: "A|B", Weight: 0.2}, {GPUMilli: 500, GPUs: 1, Spec: "C", Weight: 0.2},
+		{GPUMilli: 1000, GPUs: 1, Weight: 0.6}}
+	if diff := cmp.Diff(Scarcity(whole, supply), Scarcity(split, supply), cmpopts.EquateApprox(0, 1e-12)); diff != "" || len(Scarcity(split, supply)) != 3 {
+		t.Errorf("Scarcity of a workload whose specs come in turns (-whole +split)\n%s", diff)
+	}
 	if got := Scarcity(growthTasks, supply); got != nil {
 		t.Errorf("Scarcity without pinned kinds: %v, want nil", got)
 	}
@@ -80,5 +89,28 @@ func TestPlacerPricesScarceGPUs(t *testing.T) {
 		if !ok0 || !ok1 || math.Abs(c1-c0-want) > 1e-9 || math.Abs(o1-o0-want) > 1e-9 {
 			t.Errorf("%s: Cost %v → %v, CostOn %v → %v; want each %v more", tc.name, c0, c1, o0, o1, want)
 		}
+	}
+}
+
+// BenchmarkScarcity457Tasks prices a workload of as many kinds as the
+// gpuspec33 list asks (457), each pinned to one of seven models or to two,
+// over the 1,213-node replay's models: the price a workload revision makes
+// in gpuadmit-scheduler.
+func BenchmarkScarcity457Tasks(b *testing.B) {
+	models := []string{"A10", "A100", "G2", "G3", "P100", "T4", "V100M16", "V100M32"}
+	supply := map[string]int{}
+	for i, m := range models {
+		supply[m] = 100 * (i + 1)
+	}
+	tasks := make([]FragTask, 457)
+	for i := range tasks {
+		spec := models[i%7]
+		if i%3 == 0 {
+			spec += "|" + models[7]
+		}
+		tasks[i] = FragTask{MilliCPU: 1000, GPUMilli: int64(100 * (1 + i%10)), GPUs: 1, Spec: spec, Weight: 1 / 457.0}
+	}
+	for b.Loop() {
+		Scarcity(tasks, supply)
 	}
 }
