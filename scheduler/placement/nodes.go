@@ -33,7 +33,11 @@ import (
 // scores it meets (the first in the cycle's node order) and uses the
 // others with their fragmentation as it was, so that a revision costs no
 // cycle a pass over every node: recomputing every score at once would
-// cost the next pod of each request seen a pass over every node. The 5%
+// cost the next pod of each request seen a pass over every node. The
+// cycle that publishes a revision, which pays for making it (the
+// workload's snapshot and prices), refreshes none: in the first 1,300
+// cycles of the 1,213-node replay, 8 of the 15 cycles over 0.865 ms
+// published a revision. The 5%
 // of the pods that revises the workload moves a node's fragmentation by
 // little, and until a request's scores are all fresh (after about
 // nodes/refreshAtMost of its pods), nodes are compared under two close
@@ -370,10 +374,15 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		s.revHigh = high
 	}
 	req, cacheable := s.number(key, cacheable)
+	refresh := s.refresh()
+	if s.priceSet != nil && s.priceSet.rev != set.rev {
+		// The cycle that publishes a revision has made it (the workload's
+		// snapshot, its prices): its stale scores wait for the next.
+		refresh = 0
+	}
 	s.pricesOf(set)
 	missed := s.missed[:0]
 	defer func() { clear(missed); s.missed = missed[:0] }() // kept for the next cycle, holding no node
-	refresh := s.refresh()
 	prev, cur := s.prev, s.cur[:0]
 	s.looked = 0
 	at := 0 // where in prev the next node is looked for first
