@@ -71,3 +71,12 @@ func BenchmarkRevision457Kinds(b *testing.B) {
 		w.snapshotPinned(0)
 	}
 }
+
+// The placement time's histogram has a bucket at the 1 ms target, in order
+// among the others: the share of cycles over the target is counted.
+func TestPlacementBucketsHoldTheTarget(t *testing.T) {
+	b := placementBuckets()
+	if !slices.IsSorted(b) || !slices.Contains(b, placementTarget) || len(b) != 31 {
+		t.Errorf("buckets %v: want 31, sorted, with %v among them", b, placementTarget)
+	}
+}
