@@ -707,6 +707,11 @@ func TestRevisionRefreshesAFewScoresACycle(t *testing.T) {
 	if telling < 4 {
 		t.Errorf("%d nodes score differently under the two workloads: the test proves little", telling)
 	}
+	// The publishing cycle and the three that refresh: every score is
+	// fresh before the workload may be revised again.
+	if got := kept.refreshCycles(len(nodes)); got != 4 {
+		t.Errorf("revisions at least %d cycles apart, want 4: the cycles that refresh all 8 nodes, 3 a cycle, after the one that publishes", got)
+	}
 	kept = nodeStates{refreshAtMost: 3}
 	under(&kept, 1, onesKinds, 1)
 	if got, want := under(&kept, 2, threesKinds, 5), under(&fresh2, 2, threesKinds, 5); !cmp.Equal(got, want) {
@@ -961,9 +966,10 @@ func TestDerivedWorkloadRevisesAtMostOnceInSpacingCycles(t *testing.T) {
 	}
 }
 
-// refreshCycles: the cycles to refresh every node at refreshAtMost a cycle.
+// refreshCycles: the cycles to refresh every node at refreshAtMost a
+// cycle, after the cycle that publishes the revision.
 func TestRefreshCycles(t *testing.T) {
-	for _, c := range []struct{ at, nodes, want int }{{0, 1213, 10}, {0, 128, 1}, {0, 129, 2}, {3, 10, 4}, {3, 0, 0}} {
+	for _, c := range []struct{ at, nodes, want int }{{0, 1213, 11}, {0, 128, 2}, {0, 129, 3}, {3, 10, 5}, {3, 0, 1}} {
 		s := nodeStates{refreshAtMost: c.at}
 		if got := s.refreshCycles(c.nodes); got != c.want {
 			t.Errorf("refreshAtMost %d, %d nodes: %d cycles, want %d", c.at, c.nodes, got, c.want)
@@ -978,11 +984,11 @@ func TestRefreshCyclesCountsTheNodesKept(t *testing.T) {
 	for i := range 95 {
 		s.m[fmt.Sprint(i)] = &nodeState{}
 	}
-	if got := s.refreshCycles(3); got != 10 {
-		t.Errorf("3 feasible nodes, 95 kept: %d cycles, want 10", got)
+	if got := s.refreshCycles(3); got != 11 { // 10 to refresh, after the one that publishes
+		t.Errorf("3 feasible nodes, 95 kept: %d cycles, want 11", got)
 	}
-	if got := s.refreshCycles(101); got != 11 {
-		t.Errorf("101 feasible nodes, 95 kept: %d cycles, want 11", got)
+	if got := s.refreshCycles(101); got != 12 {
+		t.Errorf("101 feasible nodes, 95 kept: %d cycles, want 12", got)
 	}
 }
 

@@ -336,15 +336,18 @@ func (s *nodeStates) refresh() int {
 // refreshCycles is how many cycles it takes to refresh every score a
 // revision makes stale, at refresh a cycle, for a cycle that scores nodes
 // nodes: a revision stales the scores of every node kept, not only of the
-// nodes feasible for this pod, so the larger of the two counts. It is the
-// fewest cycles between two revisions of the workload
-// (workload.snapshotPinned).
+// nodes feasible for this pod, so the larger of the two counts; and one
+// more, the cycle that publishes the revision, which refreshes none. It is
+// the fewest cycles between two revisions of the workload
+// (workload.snapshotPinned): without the publishing cycle counted, a
+// cluster of 128 nodes or fewer could revise every cycle during a cold
+// start and never refresh a score (found in review).
 func (s *nodeStates) refreshCycles(nodes int) int {
 	s.mu.Lock()
 	kept := len(s.m)
 	s.mu.Unlock()
 	r := s.refresh()
-	return (max(nodes, kept) + r - 1) / r
+	return (max(nodes, kept)+r-1)/r + 1
 }
 
 // score scores r on each of nodes: the score the node's entry keeps, or
