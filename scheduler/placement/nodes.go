@@ -35,9 +35,9 @@ import (
 // cycle a pass over every node: recomputing every score at once would
 // cost the next pod of each request seen a pass over every node. The
 // cycle that publishes a revision, which pays for making it (the
-// workload's snapshot and prices), refreshes none: in the first 1,300
-// cycles of the 1,213-node replay, 8 of the 15 cycles over 0.865 ms
-// published a revision. The 5%
+// workload's snapshot and prices), refreshes none: in the first 2,944
+// cycles of the 1,213-node replay, 14 of the 40 over 0.865 ms published
+// a revision (docs/benchmarks.md, section 6). The 5%
 // of the pods that revises the workload moves a node's fragmentation by
 // little, and until a request's scores are all fresh (after about
 // nodes/refreshAtMost of its pods), nodes are compared under two close

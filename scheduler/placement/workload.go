@@ -291,14 +291,15 @@ func (w *workload) stillWithin() bool {
 // pair (cmp.Or's arguments are all evaluated) was most of the revision's
 // time in the 1,213-node replay.
 func compareKinds(a, b weighted) int {
-	if a.weight != b.weight {
-		return cmp.Compare(b.weight, a.weight)
-	}
-	return compareKindFields(&a.kind, &b.kind)
+	return compareWeighted(&a.kind, a.weight, &b.kind, b.weight)
 }
 
-// compareKindFields is compareKinds' order of the fields of a kind.
-func compareKindFields(a, b *kind) int {
+// compareWeighted is compareKinds' order of kind a of weight aw and kind b
+// of weight bw.
+func compareWeighted(a *kind, aw float64, b *kind, bw float64) int {
+	if aw != bw {
+		return cmp.Compare(bw, aw)
+	}
 	switch {
 	case a.milliCPU != b.milliCPU:
 		return cmp.Compare(b.milliCPU, a.milliCPU)
@@ -325,10 +326,7 @@ func sortPinned(pinned []pinnedKind) []pinnedKind {
 	}
 	slices.SortFunc(order, func(i, j int32) int {
 		a, b := &pinned[i], &pinned[j]
-		if a.weight != b.weight {
-			return cmp.Compare(b.weight, a.weight)
-		}
-		if c := compareKindFields(&a.kind, &b.kind); c != 0 {
+		if c := compareWeighted(&a.kind, a.weight, &b.kind, b.weight); c != 0 {
 			return c
 		}
 		if a.pin.nodes != b.pin.nodes {
