@@ -235,6 +235,17 @@ func (h Histogram) cumulativeAt(b float64) float64 {
 	return h.Cumulative[i-1]
 }
 
+// Above is how many observations were over b, where b is one of the
+// classic bucket bounds (ok); false where it is not, and the buckets
+// cannot tell.
+func (h Histogram) Above(b float64) (n float64, ok bool) {
+	i, found := slices.BinarySearch(h.Bounds, b)
+	if !found {
+		return 0, false
+	}
+	return h.Count - h.Cumulative[i], true
+}
+
 // Bound is the smallest classic bucket bound below which a fraction q of the
 // observations fall: what the buckets can say for sure (+Inf past the last).
 func (h Histogram) Bound(q float64) float64 {

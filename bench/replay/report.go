@@ -140,6 +140,10 @@ func (r *Report) Markdown(w io.Writer) {
 		if sc := x.Scoring; sc != nil {
 			fmt.Fprintf(w, "\nGPUAdmit's cycles: %.0f; node scores computed afresh a cycle: mean %.1f, p50 %.1f, p99 %.1f; score sets made: %.0f for a new workload revision (each makes every kept score stale), %.0f for new prices.\n",
 				sc.Cycles, sc.ComputedMean, sc.ComputedP50, sc.ComputedP99, sc.SetsWorkload, sc.SetsPrices)
+			if sc.OverTarget >= 0 {
+				fmt.Fprintf(w, "Cycles whose placement took over %g ms, the target: %.0f, %.2f%% (the p99 is under the target only below 1%%).\n",
+					1000*placementTarget, sc.OverTarget, 100*sc.OverTarget/sc.Cycles)
+			}
 		}
 	}
 }
