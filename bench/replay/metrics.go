@@ -22,8 +22,12 @@ type Timing struct {
 	P99Bound float64 `json:"p99BoundMs"` // +Inf past the last bucket, written as -1
 }
 
-// placementMetric labels GPUAdmit's placement time per pod.
-const placementMetric = "GPUAdmit placement (per pod, every cycle)"
+// placementMetric labels GPUAdmit's placement time per pod, the
+// histogram placementSeries.
+const (
+	placementMetric = "GPUAdmit placement (per pod, every cycle)"
+	placementSeries = "gpuadmit_scheduler_placement_duration_seconds"
+)
 
 // pluginPoints are GPUAdmit's extension points in a scheduling cycle.
 var pluginPoints = []string{"PreFilter", "Filter", "PreScore", "Score", "ScoreExtensionNormalize"}
@@ -51,7 +55,7 @@ func (r *replay) scrape(ctx context.Context) ([]Timing, *Scoring, error) {
 		}
 	}
 	if r.s.gpuadmit {
-		add(placementMetric, "gpuadmit_scheduler_placement_duration_seconds", nil)
+		add(placementMetric, placementSeries, nil)
 		for _, p := range pluginPoints {
 			add("GPUAdmit "+p+" (per call)", "scheduler_plugin_execution_duration_seconds",
 				map[string]string{"plugin": "GPUAdmit", "extension_point": p})
@@ -67,7 +71,7 @@ func (r *replay) scrape(ctx context.Context) ([]Timing, *Scoring, error) {
 		sets := m.By("gpuadmit_scheduler_placement_score_sets_total", "cause")
 		sc = &Scoring{Cycles: h.Count, ComputedMean: h.Sum / h.Count, ComputedP50: h.Interpolated(0.5),
 			ComputedP99: h.Interpolated(0.99), SetsWorkload: sets["workload"], SetsPrices: sets["prices"], OverTarget: -1}
-		if over, ok := m.Histogram("gpuadmit_scheduler_placement_duration_seconds", nil).Above(placementTarget); ok {
+		if over, ok := m.Histogram(placementSeries, nil).Above(placementTarget); ok {
 			sc.OverTarget = over
 		}
 	}
@@ -94,8 +98,9 @@ type Scoring struct {
 }
 
 // placementTarget is the placement time per pod whose p99 is the target,
-// in seconds: a bucket bound of gpuadmit_scheduler_placement_duration_seconds
-// (scheduler/placement's placementTarget).
+// in seconds: a bucket bound of placementSeries. A copy of
+// scheduler/placement's placementTarget: the bench does not import the
+// scheduler's module, which brings k8s.io/kubernetes.
 const placementTarget = 0.001
 
 func timingOf(label string, h admission.Histogram) Timing {
