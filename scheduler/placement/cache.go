@@ -25,11 +25,22 @@ type placerCache struct {
 // revision, scorers and memos, since the fragmentation is the same, and
 // kept scores pay the new prices as they are (nodeStates.priced). A
 // change of supply that leaves the prices as they were keeps the set.
+//
+// A cycle that took its snapshot before a revision was published, and
+// asks for the set after the revision's was made (reviseAsync), is given
+// the newer set: a set for the older revision would be made only to be
+// replaced at the next cycle.
 func (c *placerCache) get(pl *Plugin, rev uint64, kinds []weighted, pinned []pinnedKind) *placerSet {
+	return c.getFor(pl, rev, kinds, pinned, false)
+}
+
+// getFor is get, for the goroutine that made revision rev (background)
+// or for a cycle.
+func (c *placerCache) getFor(pl *Plugin, rev uint64, kinds []weighted, pinned []pinnedKind, background bool) *placerSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at := pl.supplyVersion()
-	if c.set != nil && c.workRev == rev && c.supply == at {
+	if c.set != nil && (c.workRev == rev && c.supply == at || c.workRev > rev) {
 		return c.set
 	}
 	pl.refreshSupply(at)
@@ -46,6 +57,6 @@ func (c *placerCache) get(pl *Plugin, rev uint64, kinds []weighted, pinned []pin
 	scoreSets.WithLabelValues("workload").Inc()
 	c.sets++
 	c.set, c.workRev = newPlacerSet(c.sets, kinds), rev
-	c.set.prices = prices
+	c.set.prices, c.set.background = prices, background
 	return c.set
 }

@@ -378,9 +378,11 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	}
 	req, cacheable := s.number(key, cacheable)
 	refresh := s.refresh()
-	if s.priceSet != nil && s.priceSet.rev != set.rev {
+	if s.priceSet != nil && s.priceSet.rev != set.rev && !set.background {
 		// The cycle that publishes a revision has made it (the workload's
-		// snapshot, its prices): its stale scores wait for the next.
+		// snapshot, its prices): its stale scores wait for the next. A
+		// revision made off the cycle (workload.reviseAsync) cost the
+		// cycle nothing.
 		refresh = 0
 	}
 	s.pricesOf(set)
