@@ -29,6 +29,14 @@ const (
 	placementSeries = "gpuadmit_scheduler_placement_duration_seconds"
 )
 
+// revisionMetric labels the time GPUAdmit takes to revise its derived
+// workload off the scheduling cycle (from cce9f5b): not placement time,
+// but time the scheduler's cores spend between cycles or beside them.
+const (
+	revisionMetric = "GPUAdmit workload revision (off the cycle, per revision)"
+	revisionSeries = "gpuadmit_scheduler_workload_revision_duration_seconds"
+)
+
 // pluginPoints are GPUAdmit's extension points in a scheduling cycle.
 var pluginPoints = []string{"PreFilter", "Filter", "PreScore", "Score", "ScoreExtensionNormalize"}
 
@@ -60,6 +68,7 @@ func (r *replay) scrape(ctx context.Context) ([]Timing, *Scoring, error) {
 			add("GPUAdmit "+p+" (per call)", "scheduler_plugin_execution_duration_seconds",
 				map[string]string{"plugin": "GPUAdmit", "extension_point": p})
 		}
+		add(revisionMetric, revisionSeries, nil)
 	}
 	for _, p := range cyclePoints {
 		add(p+", all plugins (per pod)", "scheduler_framework_extension_point_duration_seconds",

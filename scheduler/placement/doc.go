@@ -86,7 +86,8 @@
 // afresh, plus every node for a request not seen before. A kept score is
 // of the workload revision it was computed under, and is kept without the
 // scarcity price, which each cycle adds at its own prices: after a
-// revision (from the cycle after the one that publishes it) or a change
+// revision (made off the scheduling cycle, by a goroutine of its own,
+// except the first, which the first cycle needs) or a change
 // of prices, a cycle computes at most 128 stale
 // scores afresh and uses the others with their fragmentation as it was,
 // so that a revision does not cost the next pod of every request a pass

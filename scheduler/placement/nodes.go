@@ -34,10 +34,12 @@ import (
 // others with their fragmentation as it was, so that a revision costs no
 // cycle a pass over every node: recomputing every score at once would
 // cost the next pod of each request seen a pass over every node. The
-// cycle that publishes a revision, which pays for making it (the
+// cycle that publishes a revision, where it paid for making it (the
 // workload's snapshot and prices), refreshes none: in the first 2,944
 // cycles of the 1,213-node replay, 14 of the 40 over 0.865 ms published
-// a revision (docs/benchmarks.md, section 6). The 5%
+// a revision (docs/benchmarks.md, section 6). A derived workload's
+// revisions after the first are made off the cycle (workload.reviseAsync),
+// and the first cycle under one refreshes as the others do. The 5%
 // of the pods that revises the workload moves a node's fragmentation by
 // little, and until a request's scores are all fresh (after about
 // nodes/refreshAtMost of its pods), nodes are compared under two close
@@ -337,7 +339,9 @@ func (s *nodeStates) refresh() int {
 // revision makes stale, at refresh a cycle, for a cycle that scores nodes
 // nodes: a revision stales the scores of every node kept, not only of the
 // nodes feasible for this pod, so the larger of the two counts; and one
-// more, the cycle that publishes the revision, which refreshes none. It is
+// more, the cycle that publishes the revision, which refreshes none where
+// it made the revision (off the cycle it refreshes, and the count is one
+// more than the fewest). It is
 // the fewest cycles between two revisions of the workload
 // (workload.snapshotPinned): without the publishing cycle counted, a
 // cluster of 128 nodes or fewer could revise every cycle during a cold
