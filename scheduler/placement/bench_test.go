@@ -116,6 +116,29 @@ func evict() {
 // orders and sizes. Each node's score predicts the alternative the
 // allocator takes there (a search over its GPUs) and prices it.
 func BenchmarkPlacement1213NodesAlternatives(b *testing.B) {
+	benchAlternatives(b, func(i int) int { return i % 11 }, func(i, j int) (int, int64) { return (i + j) % 8, int64(1 + (i*j)%19) })
+}
+
+// BenchmarkPlacement1213NodesAlikeAlternatives is
+// BenchmarkPlacement1213NodesAlternatives on a cluster whose nodes are in
+// few states, as a packing scheduler leaves one (the replay's cycles
+// compute about one node in ten): four nodes in five are idle, and the
+// others hold one of seven mixes, so that the 1,213 nodes are in 24
+// states (three models, eight mixes counting none). A new request's first
+// pass meets every node and computes one of each state.
+func BenchmarkPlacement1213NodesAlikeAlternatives(b *testing.B) {
+	benchAlternatives(b, func(i int) int {
+		if i%5 != 0 {
+			return 0
+		}
+		return 1 + (i/5)%7
+	}, func(i, j int) (int, int64) { return j, int64(1 + (j*5+(i/5)%7)%19) })
+}
+
+// benchAlternatives runs the sub-benchmarks of
+// BenchmarkPlacement1213NodesAlternatives on 1,213 nodes of three models,
+// node i with claims(i) pods whose claims hold hold(i, j): a GPU and GiB.
+func benchAlternatives(b *testing.B, claims func(i int) int, hold func(i, j int) (int, int64)) {
 	models := []struct {
 		name string
 		gibs int64
@@ -126,9 +149,10 @@ func BenchmarkPlacement1213NodesAlternatives(b *testing.B) {
 		nn, m := fmt.Sprintf("n%04d", i), models[i%len(models)]
 		objs = append(objs, modelSlice(nn, m.name, 8, m.gibs))
 		var pods []*corev1.Pod
-		for j := range i % 11 {
+		for j := range claims(i) {
 			claim := fmt.Sprintf("%s-c%d", nn, j)
-			objs = append(objs, heldClaim(claim, nn, fmt.Sprintf("gpu-%d", (i+j)%8), int64(1+(i*j)%19)))
+			device, gibs := hold(i, j)
+			objs = append(objs, heldClaim(claim, nn, fmt.Sprintf("gpu-%d", device), gibs))
 			pods = append(pods, claimPod(claim, claim))
 		}
 		c.add(node(nn), pods...)

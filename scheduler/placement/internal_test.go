@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -1203,5 +1204,14 @@ func TestKindsBetweenRevisionsDoNotGrowTheNumbering(t *testing.T) {
 	}
 	if len(w.ids) != 1 || len(w.now) > 2 {
 		t.Errorf("after 20,000 kinds that came and went: %d kinds numbered, %d counts kept; want 1 and at most 2", len(w.ids), len(w.now))
+	}
+}
+
+// TestHotStateIsOneCacheLine: the per-node loop reads every node's
+// hotState, in one array (page-aligned at a cluster's size): more than a
+// cache line a node costs every cycle a second miss a node.
+func TestHotStateIsOneCacheLine(t *testing.T) {
+	if size := unsafe.Sizeof(hotState{}); size > 64 {
+		t.Errorf("hotState is %d bytes, more than a 64-byte cache line", size)
 	}
 }

@@ -167,6 +167,15 @@ type nodeState struct {
 // the node changes (or the slot passes to another node): a score kept
 // under another version is not the node's now; and cur, the node's score
 // in cycle curCycle, for Score to look up.
+//
+// draID is the state number of the node's DRA view (its gpuView.id) and
+// draModel the number of its model, as numbered in epoch draEpoch of
+// nodeStates.ids (0: none numbered since the entry's last reset, which
+// clears it with the view). A cycle that meets many nodes a request has
+// no score for (a new request's first pass over every node) tells a node
+// alike to an earlier one by these, in the array it reads anyway, without
+// reading the node's entry and view, two cache misses a node. The struct
+// is one 64-byte cache line.
 type hotState struct {
 	gen           int64
 	slices        uint64
@@ -174,17 +183,22 @@ type hotState struct {
 	cur, curCycle int64
 	ver           uint32
 	at            int32 // the node's index in the list of the cycle that last saw it (nodeStates.prev)
+	draID         int32
+	draEpoch      uint32
+	draModel      uint32
 }
 
 // miss is a node whose score a cycle computes, or takes from an alike
-// node's: its score and milli, as kept.
+// node's: its score and milli, as kept, and the number of its model. view
+// is nil for a node told alike by its hotState alone.
 type miss struct {
 	n      fwk.NodeInfo
-	st     *nodeState
+	slot   int32
 	view   *gpuView
 	copyOf int // the index in missed of an alike node whose score this one takes; -1 for none
 	score  int64
 	milli  int32
+	model  uint32
 }
 
 // nodeSlot is a node's Node object and its entry's slot.
@@ -236,18 +250,18 @@ func (s *nodeStates) find(sl int32, req uint32) (kept, bool) {
 	return kept{}, false
 }
 
-// keep keeps k for request req on st's node.
-func (s *nodeStates) keep(st *nodeState, req uint32, k kept) {
+// keep keeps k for request req on the node of slot sl.
+func (s *nodeStates) keep(sl int32, req uint32, k kept) {
 	for int(req) >= len(s.kept) {
 		s.kept = append(s.kept, nil)
 	}
 	row := s.kept[req]
-	if int(st.slot) >= len(row) {
+	if int(sl) >= len(row) {
 		row = slices.Grow(row, int(s.slots)-len(row))[:s.slots]
 		s.kept[req] = row
 	}
-	k.ver = s.hot[st.slot].ver
-	row[st.slot] = k
+	k.ver = s.hot[sl].ver
+	row[sl] = k
 }
 
 // reset makes st the entry of a node (new, or changed) at generation gen
@@ -258,7 +272,7 @@ func (s *nodeStates) keep(st *nodeState, req uint32, k kept) {
 func (s *nodeStates) reset(st *nodeState, gen int64, sliceGen uint64) {
 	s.ver++
 	h := &s.hot[st.slot]
-	h.gen, h.slices, h.ver = gen, sliceGen, s.ver
+	h.gen, h.slices, h.ver, h.draEpoch = gen, sliceGen, s.ver, 0
 	st.slices, st.views, st.dra, st.draMade = sliceGen, nil, nil, false
 }
 
@@ -437,7 +451,7 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 			}
 			refresh--
 		}
-		missed = append(missed, miss{n: n, st: s.states[sl]})
+		missed = append(missed, miss{n: n, slot: sl})
 	}
 	clear(prev)
 	s.prev, s.cur = cur, prev[:0]
@@ -446,14 +460,36 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 	// nodes idle, and the idle nodes of a type are alike.
 	todo := s.todo[:0]
 	defer func() { s.todo = todo[:0] }()
+	dra := r.gpu() && r.dra // the request's view of a node is its DRA view (view)
 	for j := range missed {
 		m := &missed[j]
-		m.view, m.copyOf = pl.view(m.n, r, m.st), -1
-		if m.view != nil && m.view.modelNum == 0 {
-			m.view.modelNum = s.modelNum(m.view.model)
+		m.copyOf = -1
+		alike := len(missed) >= alikeFrom
+		if h := &s.hot[m.slot]; alike && dra && h.draEpoch != 0 && h.draEpoch == s.startIDs() {
+			// Numbered since the node last changed: as stateID would
+			// tell, without the view.
+			a := &s.alike[h.draID]
+			m.model = h.draModel
+			if a.cycle == s.cycles {
+				m.copyOf = a.at
+				continue
+			}
+			*a = alikeAt{cycle: s.cycles, at: j}
+			alike = false
 		}
-		if len(missed) >= alikeFrom {
+		m.view = pl.view(m.n, r, s.states[m.slot])
+		if m.view != nil {
+			if m.view.modelNum == 0 {
+				m.view.modelNum = s.modelNum(m.view.model)
+			}
+			m.model = m.view.modelNum
+		}
+		if alike {
 			if id, ok := s.stateID(m.n, m.view); ok {
+				if dra {
+					h := &s.hot[m.slot]
+					h.draID, h.draEpoch, h.draModel = id, s.idEpoch, m.model
+				}
 				a := &s.alike[id]
 				if a.cycle == s.cycles {
 					m.copyOf = a.at
@@ -482,15 +518,11 @@ func (s *nodeStates) score(pl *Plugin, nodes []fwk.NodeInfo, r request, set *pla
 		if m.copyOf >= 0 { // an earlier node, computed
 			m.score, m.milli = missed[m.copyOf].score, missed[m.copyOf].milli
 		}
-		var model uint32
-		if m.view != nil {
-			model = m.view.modelNum
-		}
 		if cacheable {
-			s.keep(m.st, req, kept{score: m.score, rev: uint32(rev), milli: m.milli, model: model})
+			s.keep(m.slot, req, kept{score: m.score, rev: uint32(rev), milli: m.milli, model: m.model})
 		}
-		h := &s.hot[m.st.slot]
-		h.cur, h.curCycle = s.priced(m.score, m.milli, model), c.n
+		h := &s.hot[m.slot]
+		h.cur, h.curCycle = s.priced(m.score, m.milli, m.model), c.n
 	}
 	if s.cycles%forgetAfter == 0 {
 		for name, st := range s.m {
@@ -630,10 +662,7 @@ func (s *nodeStates) stateID(n fwk.NodeInfo, v *gpuView) (int32, bool) {
 	if v == nil {
 		return 0, false
 	}
-	if s.ids == nil || len(s.ids) >= alikeAtMost {
-		s.ids, s.alike = make(map[stateKey]int32, len(s.ids)), s.alike[:0]
-		s.idEpoch++
-	}
+	s.startIDs()
 	if v.idEpoch != s.idEpoch {
 		v.id, v.idEpoch = -1, s.idEpoch
 		if k, ok := keyOfState(n, v); ok {
@@ -647,6 +676,16 @@ func (s *nodeStates) stateID(n fwk.NodeInfo, v *gpuView) (int32, bool) {
 		}
 	}
 	return v.id, v.id >= 0
+}
+
+// startIDs starts the numbering of states over, in a new epoch, when ids
+// holds alikeAtMost states (or none yet), and returns the epoch.
+func (s *nodeStates) startIDs() uint32 {
+	if s.ids == nil || len(s.ids) >= alikeAtMost {
+		s.ids, s.alike = make(map[stateKey]int32, len(s.ids)), s.alike[:0]
+		s.idEpoch++
+	}
+	return s.idEpoch
 }
 
 // unpricedScore is the placement score of r on n, whose view for r is v,

@@ -263,3 +263,54 @@ func TestAlikeNodesShareAScoreWithinOneCycle(t *testing.T) {
 		t.Errorf("scores in the second cycle (-fresh plugin +kept):\n%s", diff)
 	}
 }
+
+// TestAlikeNodesFollowTheirChanges: a cycle tells a node alike to an
+// earlier one by the state number it keeps of the node's view, without
+// reading the view, only while the node is as it was when numbered. Here
+// n00 gains a pod and n03 loses its own, each taking the other state;
+// the second cycle, of a request new to every node, meets them with
+// their numbers of the first, and must score each node as it is now.
+func TestAlikeNodesFollowTheirChanges(t *testing.T) {
+	c, objs := draCluster(40, 4, func(i int) string { return fmt.Sprintf("n%02d", i) }, func(i int) int { return i % 2 },
+		func(i, j int) (int, int64) { return 0, 30 })
+	objs = append(objs, heldClaim("late", "n00", "gpu-0", 30), shareClaim("ten", 10), shareClaim("five", 5))
+	const workload = `{"workload":[{"gpuMemory":"10Gi","weight":2},{"gpuMemory":"30Gi","weight":1},{"gpus":1,"weight":1}]}`
+	e := newEnv(t, workload, c, objs...)
+	e.scores(t, claimPod("first", "ten"))
+
+	late := claimPod("late", "late")
+	late.Spec.NodeName = "n00"
+	if err := e.cache.AddPod(klog.FromContext(e.ctx), late); err != nil {
+		t.Fatal(err)
+	}
+	var gone *corev1.Pod
+	for _, p := range c.pods {
+		if p.Spec.NodeName == "n03" {
+			gone = p
+		}
+	}
+	if err := e.cache.RemovePod(klog.FromContext(e.ctx), gone); err != nil {
+		t.Fatal(err)
+	}
+	e.update(t)
+	got, _ := e.scores(t, claimPod("second", "five"))
+
+	var now cluster
+	for _, n := range c.nodes {
+		var pods []*corev1.Pod
+		for _, p := range append(slices.Clone(c.pods), late) {
+			if p.Spec.NodeName == n.Name && p != gone {
+				pods = append(pods, p)
+			}
+		}
+		now.add(n, pods...)
+	}
+	fresh, _ := newEnv(t, workload, now, objs...).scores(t, claimPod("second", "five"))
+	if fresh["n00"] == fresh["n02"] || fresh["n03"] == fresh["n01"] {
+		t.Fatalf("n00 scores %d, n02 %d, n03 %d, n01 %d: the changed nodes score as their old states, the change proves nothing",
+			fresh["n00"], fresh["n02"], fresh["n03"], fresh["n01"])
+	}
+	if diff := cmp.Diff(fresh, got); diff != "" {
+		t.Errorf("scores after n00 and n03 changed state (-fresh plugin +kept):\n%s", diff)
+	}
+}
