@@ -62,14 +62,15 @@ var scoreSets = metrics.NewCounterVec(&metrics.CounterOpts{
 
 // revisionDuration is the time a revision of the derived workload took to
 // make off the scheduling cycle (workload.reviseAsync): its pods counted
-// and sorted, and its placer set and prices made. It is not placement
+// and sorted, its placer set and prices made, and the kept views' bases
+// made under it (nodeStates.warm). It is not placement
 // time, which no longer holds it; with one core it is time the scheduler
 // spends between cycles, or, if a pod comes meanwhile, before the pod's.
 var revisionDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 	Namespace:      "gpuadmit",
 	Subsystem:      "scheduler",
 	Name:           "workload_revision_duration_seconds",
-	Help:           "Time GPUAdmit took to make a revision of its derived target workload (kinds sorted, placer set and scarcity prices made), off the scheduling cycle.",
+	Help:           "Time GPUAdmit took to make a revision of its derived target workload (kinds sorted, placer set and scarcity prices made, kept node views' fragmentation computed under it), off the scheduling cycle.",
 	Buckets:        placementBuckets(),
 	StabilityLevel: metrics.ALPHA,
 })

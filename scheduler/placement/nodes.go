@@ -276,6 +276,43 @@ func (s *nodeStates) reset(st *nodeState, gen int64, sliceGen uint64) {
 	st.slices, st.views, st.dra, st.draMade = sliceGen, nil, nil, false
 }
 
+// warm makes, for every view kept whose base is of an earlier placer set,
+// its base under set: the node's fragmentation before a pod, as it is,
+// under set's workload. It runs off the cycle, after a revision made off
+// the cycle (Plugin.New), so that the cycles that refresh stale scores
+// after it (refreshAtMost each) find half of each score's work done. It
+// holds the lock for warmPiece nodes at a time, and yields between them:
+// a cycle waits for one piece at most.
+func (s *nodeStates) warm(set *placerSet) {
+	sc := set.get()
+	defer set.put(sc)
+	s.mu.Lock()
+	sts := make([]*nodeState, 0, len(s.m))
+	for _, st := range s.m {
+		sts = append(sts, st)
+	}
+	s.mu.Unlock()
+	for i := 0; i < len(sts); i += warmPiece {
+		s.mu.Lock()
+		for _, st := range sts[i:min(i+warmPiece, len(sts))] {
+			if s.states[st.slot] != st { // forgotten meanwhile
+				continue
+			}
+			st.dra.rebase(sc)
+			for _, v := range st.views {
+				v.rebase(sc)
+			}
+		}
+		s.mu.Unlock()
+		runtime.Gosched()
+	}
+}
+
+// warmPiece is how many nodes warm makes the bases of under one hold of
+// the lock: at about 2 µs a node whose state no other shares, a piece
+// holds it a little over 0.1 ms.
+const warmPiece = 64
+
 // forgetScores ends every score kept: the request numbering starts over
 // and the versions with it.
 func (s *nodeStates) forgetScores() {

@@ -78,7 +78,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			}
 			pl.work.async = true
 			pl.work.revised = func(rev uint64, kinds []weighted, pinned []pinnedKind) {
-				pl.placers.getFor(pl, rev, kinds, pinned, true)
+				pl.nodes.warm(pl.placers.getFor(pl, rev, kinds, pinned, true))
 			}
 		}
 	}

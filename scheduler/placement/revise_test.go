@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -111,5 +112,45 @@ func TestAnOlderRevisionGetsTheNewerSet(t *testing.T) {
 	}
 	if c.sets != 1 {
 		t.Errorf("%d sets made, want 1", c.sets)
+	}
+}
+
+// warm makes every kept view's base under the new set, with the
+// fragmentation a base made afresh has, and the scores computed after it
+// are those of a plugin that never saw the nodes.
+func TestWarmMakesTheBasesOfTheNewSet(t *testing.T) {
+	nodes, scores := pricedNodes(t)
+	kept := nodeStates{refreshAtMost: len(nodes)}
+	scores(&kept, newPlacerSet(1, onesKinds))
+	set := newPlacerSet(2, threesKinds)
+	set.background = true
+	kept.warm(set)
+	fresh := newPlacerSet(2, threesKinds).get()
+	rebased, differ := 0, 0
+	for name, st := range kept.m {
+		for _, v := range st.views {
+			if v == nil {
+				continue
+			}
+			if v.kept == nil || v.kept.rev != 2 {
+				t.Errorf("%s: a view's base after warm: %+v, want one of set 2", name, v.kept)
+				continue
+			}
+			rebased++
+			want := fresh.placer(v.shape).Fragmentation(v.kept.fn)
+			if v.kept.before != want {
+				t.Errorf("%s: fragmentation before %v, want %v, set 2's", name, v.kept.before, want)
+			}
+			if want != newPlacerSet(1, onesKinds).get().placer(v.shape).Fragmentation(v.kept.fn) {
+				differ++
+			}
+		}
+	}
+	if rebased < len(nodes)/2 || differ == 0 {
+		t.Errorf("%d views rebased of %d nodes, %d whose fragmentation the sets tell apart: the test proves little", rebased, len(nodes), differ)
+	}
+	var never nodeStates
+	if got, want := scores(&kept, set), scores(&never, newPlacerSet(2, threesKinds)); !cmp.Equal(got, want) {
+		t.Errorf("scores after warm (-a plugin that never saw the nodes +warmed):\n%s", cmp.Diff(want, got))
 	}
 }

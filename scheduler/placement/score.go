@@ -128,6 +128,17 @@ func (v *gpuView) base(n fwk.NodeInfo, c *scorer) *base {
 	return v.kept
 }
 
+// rebase makes v's base under c's placer set where v has one of an earlier
+// set: the same node, its fragmentation under the later workload. A nil
+// view has none.
+func (v *gpuView) rebase(c *scorer) {
+	if v == nil || v.kept == nil || v.kept.rev >= c.set.rev {
+		return
+	}
+	b, p := v.kept, c.placer(v.shape)
+	v.kept = &base{rev: c.set.rev, placer: p, fn: b.fn, before: p.Fragmentation(b.fn), gpuLeft: b.gpuLeft}
+}
+
 // cpuMemLeft is the milli-CPU and MiB of memory n has left, as a node's base
 // and its stateKey read them.
 func cpuMemLeft(n fwk.NodeInfo) (milliCPU, memoryMiB int64) {
