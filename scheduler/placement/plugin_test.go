@@ -176,32 +176,8 @@ func TestKeptScoresFollowTheNodes(t *testing.T) {
 
 	// A pod comes to n00, which had none, leaving 10 GiB on its first GPU
 	// for the 10 GiB share to fill; n03's last pod leaves.
-	late := claimPod("late", "late")
-	late.Spec.NodeName = "n00"
-	if err := e.cache.AddPod(klog.FromContext(e.ctx), late); err != nil {
-		t.Fatal(err)
-	}
-	gone := c.pods[len(c.pods)-1]
-	for _, p := range c.pods {
-		if p.Spec.NodeName == "n03" {
-			gone = p
-		}
-	}
-	if err := e.cache.RemovePod(klog.FromContext(e.ctx), gone); err != nil {
-		t.Fatal(err)
-	}
-	e.update(t)
+	now := moveOne(t, e, c)
 	after, _ := e.scores(t, want)
-	var now cluster
-	for _, n := range c.nodes {
-		var pods []*corev1.Pod
-		for _, p := range append(slices.Clone(c.pods), late) {
-			if p.Spec.NodeName == n.Name && p != gone {
-				pods = append(pods, p)
-			}
-		}
-		now.add(n, pods...)
-	}
 	fresh, _ := newEnv(t, workload, now, objs...).scores(t, want)
 	if diff := cmp.Diff(fresh, after); diff != "" {
 		t.Errorf("scores after pods moved (-fresh plugin +kept):\n%s", diff)
@@ -278,6 +254,22 @@ func TestAlikeNodesFollowTheirChanges(t *testing.T) {
 	e := newEnv(t, workload, c, objs...)
 	e.scores(t, claimPod("first", "ten"))
 
+	now := moveOne(t, e, c)
+	got, _ := e.scores(t, claimPod("second", "five"))
+	fresh, _ := newEnv(t, workload, now, objs...).scores(t, claimPod("second", "five"))
+	if fresh["n00"] == fresh["n02"] || fresh["n03"] == fresh["n01"] {
+		t.Fatalf("n00 scores %d, n02 %d, n03 %d, n01 %d: the changed nodes score as their old states, the change proves nothing",
+			fresh["n00"], fresh["n02"], fresh["n03"], fresh["n01"])
+	}
+	if diff := cmp.Diff(fresh, got); diff != "" {
+		t.Errorf("scores after n00 and n03 changed state (-fresh plugin +kept):\n%s", diff)
+	}
+}
+
+// moveOne gives n00 the pod of claim "late" and takes n03's last pod away,
+// through the scheduler's cache, and returns the cluster as it is then.
+func moveOne(t *testing.T, e *env, c cluster) cluster {
+	t.Helper()
 	late := claimPod("late", "late")
 	late.Spec.NodeName = "n00"
 	if err := e.cache.AddPod(klog.FromContext(e.ctx), late); err != nil {
@@ -289,12 +281,13 @@ func TestAlikeNodesFollowTheirChanges(t *testing.T) {
 			gone = p
 		}
 	}
+	if gone == nil {
+		t.Fatal("n03 has no pod to take away")
+	}
 	if err := e.cache.RemovePod(klog.FromContext(e.ctx), gone); err != nil {
 		t.Fatal(err)
 	}
 	e.update(t)
-	got, _ := e.scores(t, claimPod("second", "five"))
-
 	var now cluster
 	for _, n := range c.nodes {
 		var pods []*corev1.Pod
@@ -305,12 +298,5 @@ func TestAlikeNodesFollowTheirChanges(t *testing.T) {
 		}
 		now.add(n, pods...)
 	}
-	fresh, _ := newEnv(t, workload, now, objs...).scores(t, claimPod("second", "five"))
-	if fresh["n00"] == fresh["n02"] || fresh["n03"] == fresh["n01"] {
-		t.Fatalf("n00 scores %d, n02 %d, n03 %d, n01 %d: the changed nodes score as their old states, the change proves nothing",
-			fresh["n00"], fresh["n02"], fresh["n03"], fresh["n01"])
-	}
-	if diff := cmp.Diff(fresh, got); diff != "" {
-		t.Errorf("scores after n00 and n03 changed state (-fresh plugin +kept):\n%s", diff)
-	}
+	return now
 }
