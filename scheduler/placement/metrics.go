@@ -60,17 +60,17 @@ var scoreSets = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cause"})
 
-// revisionDuration is the time a revision of the derived workload took to
-// make off the scheduling cycle (workload.reviseAsync): its pods counted
-// and sorted, its placer set and prices made, and the kept views' bases
-// made under it (nodeStates.warm). It is not placement
-// time, which no longer holds it; with one core it is time the scheduler
-// spends between cycles, or, if a pod comes meanwhile, before the pod's.
+// revisionDuration is the wall time a revision of the derived workload
+// took to make off the scheduling cycle (workload.reviseAsync): its pods
+// counted and sorted, its placer set and prices made, and the kept views'
+// bases made under it (nodeStates.warm), which yields to other goroutines
+// between pieces, so that with one core the time holds the cycles and
+// informers that ran meanwhile. None of it is placement time.
 var revisionDuration = metrics.NewHistogram(&metrics.HistogramOpts{
 	Namespace:      "gpuadmit",
 	Subsystem:      "scheduler",
 	Name:           "workload_revision_duration_seconds",
-	Help:           "Time GPUAdmit took to make a revision of its derived target workload (kinds sorted, placer set and scarcity prices made, kept node views' fragmentation computed under it), off the scheduling cycle.",
+	Help:           "Wall time GPUAdmit took to make a revision of its derived target workload off the scheduling cycle (kinds sorted, placer set and scarcity prices made, kept node views' fragmentation computed under it, yielding to other goroutines between pieces).",
 	Buckets:        placementBuckets(),
 	StabilityLevel: metrics.ALPHA,
 })
