@@ -33,7 +33,7 @@ const (
 // workload off the scheduling cycle (from cce9f5b): not placement time,
 // but time the scheduler's cores spend between cycles or beside them.
 const (
-	revisionMetric = "GPUAdmit workload revision (off the cycle, per revision)"
+	revisionMetric = "GPUAdmit workload revision (off the cycle, wall time with yields, per revision)"
 	revisionSeries = "gpuadmit_scheduler_workload_revision_duration_seconds"
 )
 
