@@ -11,9 +11,10 @@ import (
 type placerCache struct {
 	mu      sync.Mutex
 	set     *placerSet
-	workRev uint64    // the workload revision set is of
-	supply  [2]uint64 // the supply version its prices are of
-	sets    uint64    // sets made: the next set's revision
+	workRev uint64       // the workload revision set is of
+	pinned  []pinnedKind // its pinned kinds, which its prices are of
+	supply  [2]uint64    // the supply version its prices are of
+	sets    uint64       // sets made: the next set's revision
 }
 
 // get returns the set for workload revision rev of kinds, priced over
@@ -28,8 +29,8 @@ type placerCache struct {
 //
 // A cycle that took its snapshot before a revision was published, and
 // asks for the set after the revision's was made (reviseAsync), is given
-// the newer set: a set for the older revision would be made only to be
-// replaced at the next cycle.
+// the newer set, repriced if the supply changed since: a set for the
+// older revision would be made only to be replaced at the next cycle.
 func (c *placerCache) get(pl *Plugin, rev uint64, kinds []weighted, pinned []pinnedKind) *placerSet {
 	return c.getFor(pl, rev, kinds, pinned, false)
 }
@@ -40,7 +41,10 @@ func (c *placerCache) getFor(pl *Plugin, rev uint64, kinds []weighted, pinned []
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	at := pl.supplyVersion()
-	if c.set != nil && (c.workRev == rev && c.supply == at || c.workRev > rev) {
+	if c.set != nil && c.workRev > rev { // a snapshot older than the set made
+		rev, kinds, pinned = c.workRev, c.set.kinds, c.pinned
+	}
+	if c.set != nil && c.workRev == rev && c.supply == at {
 		return c.set
 	}
 	pl.refreshSupply(at)
@@ -56,7 +60,7 @@ func (c *placerCache) getFor(pl *Plugin, rev uint64, kinds []weighted, pinned []
 	}
 	scoreSets.WithLabelValues("workload").Inc()
 	c.sets++
-	c.set, c.workRev = newPlacerSet(c.sets, kinds), rev
+	c.set, c.workRev, c.pinned = newPlacerSet(c.sets, kinds), rev, pinned
 	c.set.prices, c.set.background = prices, background
 	return c.set
 }

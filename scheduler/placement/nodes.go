@@ -281,8 +281,11 @@ func (s *nodeStates) reset(st *nodeState, gen int64, sliceGen uint64) {
 // under set's workload. It runs off the cycle, after a revision made off
 // the cycle (Plugin.New), so that the cycles that refresh stale scores
 // after it (refreshAtMost each) find half of each score's work done. It
-// holds the lock for warmPiece nodes at a time, and yields between them:
-// a cycle waits for one piece at most.
+// holds the lock for warmPiece nodes at a time, and yields between them,
+// so that a cycle waiting for the lock gets it between pieces: on one
+// core, after one piece; on more, sync.Mutex does not queue its waiters,
+// and a cycle may wait a few pieces, a millisecond at worst (the mutex's
+// starvation mode). One warm runs at a time (workload.reviseAsync).
 func (s *nodeStates) warm(set *placerSet) {
 	sc := set.get()
 	defer set.put(sc)

@@ -218,7 +218,8 @@ func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind
 
 // reviseAsync makes a revision and publishes it, then hands it to revised
 // (which makes its placer set and prices, so that the cycles after find
-// them made), off the scheduling cycle. The pods are counted under the
+// them made, and warms the kept views under it), off the scheduling
+// cycle; no other revision starts until revised returns. The pods are counted under the
 // lock, sorted without it: pods counted or forgotten meanwhile count for
 // the next revision, as they would had they come after it.
 func (w *workload) reviseAsync() {
@@ -230,11 +231,16 @@ func (w *workload) reviseAsync() {
 	t.sort()
 	w.mu.Lock()
 	rev, kinds, pinned := w.publish(t)
-	w.revising = false
 	w.mu.Unlock()
 	if w.revised != nil {
 		w.revised(rev, kinds, pinned)
 	}
+	// Only now may the next revision start: one started while this one's
+	// set was warmed (which yields) would warm alongside it, on views
+	// whose bases the later set makes anew (found in review).
+	w.mu.Lock()
+	w.revising = false
+	w.mu.Unlock()
 	revisionDuration.Observe(time.Since(start).Seconds())
 }
 
