@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -58,7 +59,6 @@ func TestRevisionsOffTheCycleUnderChurn(t *testing.T) {
 	}
 	pl := &Plugin{work: newWorkload()}
 	var warms, warming, most atomic.Int64
-	pl.work.async = true
 	pl.work.revised = func(rev uint64, kinds []weighted, pinned []pinnedKind) {
 		warms.Add(1)
 		n := warming.Add(1)
@@ -84,7 +84,10 @@ func TestRevisionsOffTheCycleUnderChurn(t *testing.T) {
 			}
 		}
 	})
-	for c := range 1500 {
+	// At least 1,500 cycles, and on until several revisions were warmed:
+	// on a busy machine the pod handler's goroutine may get little time.
+	deadline := time.Now().Add(20 * time.Second)
+	for c := 0; c < 1500 || warms.Load() < 5 && time.Now().Before(deadline); c++ {
 		if c%7 == 0 { // a node changes, as the scheduler's cache gives it a new NodeInfo
 			j := c % len(nodes)
 			nodes[j], other[j] = other[j], nodes[j]
