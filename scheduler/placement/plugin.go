@@ -76,7 +76,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			if _, err := f.Core().V1().Pods().Informer().AddEventHandler(pl.work.podHandler(h.ProfileName(), claims)); err != nil {
 				return nil, fmt.Errorf("%s: watch pods: %w", Name, err)
 			}
-			pl.work.async = true
 			pl.work.revised = func(rev uint64, kinds []weighted, pinned []pinnedKind) {
 				pl.nodes.warm(pl.placers.getFor(pl, rev, kinds, pinned, true))
 			}

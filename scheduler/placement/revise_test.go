@@ -8,13 +8,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// A revision due after the first is made off the cycle (async): the cycle
+// A revision due after the first is made off the cycle (revised set): the cycle
 // that finds it due scores under the revision it has, and the revision,
 // made by its goroutine and handed to revised, is what the cycles after
 // it find, with the pods counted as a synchronous revision counts them.
 func TestARevisionDueIsMadeOffTheCycle(t *testing.T) {
 	w, small, large, add := twoKindWorkload()
-	w.async = true
 	var handed []uint64
 	w.revised = func(rev uint64, kinds []weighted, _ []pinnedKind) { handed = append(handed, rev) }
 	add(100, small)

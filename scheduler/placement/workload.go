@@ -140,10 +140,9 @@ type workload struct {
 	// match holds the node constraints of the pins counted, by pin.nodes.
 	match map[string]*nodeaffinity.RequiredNodeAffinity
 
-	// async makes the revisions after the first in a goroutine
-	// (reviseAsync), and revised, where set, is given each one it
-	// makes; the plugin sets both for a derived workload.
-	async    bool
+	// revised, where set, makes the revisions after the first in a
+	// goroutine (reviseAsync), and is given each one it makes; the plugin
+	// sets it for a derived workload.
 	revised  func(rev uint64, kinds []weighted, pinned []pinnedKind)
 	revising bool           // a revision is being made
 	pending  sync.WaitGroup // the revision being made
@@ -189,12 +188,13 @@ func (w *workload) snapshot() (uint64, []weighted) {
 // one revision (placerCache) stale the scores too and are not spaced:
 // they change only with the supply, when nodes or slices come or go.
 //
-// With async set, a revision due after the first is computed by a
+// With revised set, a revision due after the first is computed by a
 // goroutine of its own (reviseAsync), and the cycle that finds it due
-// scores under the revision it has: the pods counted, their kinds sorted
-// and priced, took 0.3 to 2.5 ms of the cycles that revised in the
-// 1,213-node replay, a third of the cycles over the placement target.
-// The revision is published when it is made, for the cycles after.
+// scores under the revision it has; the revision is published when it is
+// made, for the cycles after. Counting, sorting and pricing the pods took
+// about 0.4 ms of the cycle that revised in the 1,213-node replay; off
+// the cycle, the same goroutine also warms the kept views under the new
+// revision (docs/benchmarks.md, section 6, "Revisions off the cycle").
 func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind) {
 	if w.fixed != nil {
 		return 0, w.fixed, w.fixedPinned
@@ -205,7 +205,7 @@ func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind
 	if w.kinds != nil && (w.revising || float64(w.changes) < max(1, refreshShare*float64(len(w.pods))) || w.cycles < spacing || w.stillWithin()) {
 		return w.rev, w.kinds, w.pinned
 	}
-	if w.kinds != nil && w.async {
+	if w.kinds != nil && w.revised != nil {
 		w.revising = true
 		w.pending.Add(1)
 		go w.reviseAsync()
@@ -219,9 +219,10 @@ func (w *workload) snapshotPinned(spacing int) (uint64, []weighted, []pinnedKind
 // reviseAsync makes a revision and publishes it, then hands it to revised
 // (which makes its placer set and prices, so that the cycles after find
 // them made, and warms the kept views under it), off the scheduling
-// cycle; no other revision starts until revised returns. The pods are counted under the
-// lock, sorted without it: pods counted or forgotten meanwhile count for
-// the next revision, as they would had they come after it.
+// cycle; no other revision starts until revised returns. The pods are
+// counted under the lock, sorted without it: pods counted or forgotten
+// meanwhile count for the next revision, as they would had they come
+// after it.
 func (w *workload) reviseAsync() {
 	defer w.pending.Done()
 	start := time.Now()
@@ -232,9 +233,7 @@ func (w *workload) reviseAsync() {
 	w.mu.Lock()
 	rev, kinds, pinned := w.publish(t)
 	w.mu.Unlock()
-	if w.revised != nil {
-		w.revised(rev, kinds, pinned)
-	}
+	w.revised(rev, kinds, pinned)
 	// Only now may the next revision start: one started while this one's
 	// set was warmed (which yields) would warm alongside it, on views
 	// whose bases the later set makes anew (found in review).
