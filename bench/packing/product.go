@@ -13,8 +13,8 @@ import (
 // altStep is gpuadmit-scheduler's cost, in milli-GPU, of each step down a
 // pod's prioritized list of alternatives: a copy of altStep in
 // scheduler/placement/alternatives.go (a module of its own, which this
-// one cannot import).
-const altStep = 10.0
+// one cannot import): a ten-thousandth, the last tie-break (see there).
+const altStep = 1e-4
 
 // Product is the path a trace pod takes through the product on DRA pools.
 // The webhook, with the embedded default policies, gives the pod its
@@ -140,14 +140,17 @@ func specOf(alts []Alt) string {
 // alternatives of its size, and sameSize checked that one of its size
 // comes first on every model).
 func (g *Product) Score(n *NodeState, p Pod) float64 {
-	step := 0
-	if p.GPUs > 0 && !g.variant.NoAltStep {
+	step, stepCost := 0, altStep
+	if g.variant.AltStep != nil {
+		stepCost = *g.variant.AltStep
+	}
+	if p.GPUs > 0 {
 		step = slices.IndexFunc(g.cur, func(a Alt) bool { return a.Model == n.Model })
 	}
 	cost, _ := g.placer.CostOn(fragNode(n), g.fragOf(n), allocator.FragTask{
 		MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB, GPUMilli: p.GPUMilli, GPUs: p.GPUs}, firstFitGPUs(n, p))
 	cost += g.prices[n.Model] * float64(p.GPUMilliTotal())
-	return -cost - altStep*float64(step) + bestFitTie*BestFit{}.Score(n, p)
+	return -cost - stepCost*float64(step) + bestFitTie*BestFit{}.Score(n, p)
 }
 
 // GPUs is the DRA allocator's: the first that hold the pod.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpuadmit/gpuadmit/pkg/allocator"
@@ -42,9 +43,10 @@ type ProductVariant struct {
 	// memory first" falls back to the pools' names, instead of by the
 	// models' memory (TraceGPUMemoryMiB).
 	ByName bool
-	// NoAltStep drops the cost of each step down the alternatives
-	// (altStep).
-	NoAltStep bool
+	// AltStep, where set, is the cost of each step down the alternatives
+	// in place of altStep: 0 drops it ("step0"), "step1" makes it 1
+	// milli-GPU.
+	AltStep *float64
 	// Spaced revises the workload learned online (Online) at most once
 	// every onlineSpacing(nodes) pods, as the plugin revises it at most
 	// once every so many scheduling cycles (refreshCycles in
@@ -60,8 +62,8 @@ type ProductVariant struct {
 
 // productModifiers are the names of ProductVariant's fields in a policy
 // name: "product+online+blind" is Product with Online and ModelBlind.
-// "plugin" sets every difference the plugin has (not NoAltStep, which it
-// does not have, nor Refresh). Since the plugin spaces its revisions
+// "plugin" sets every difference the plugin has (not AltStep, which it
+// does not have, nor Refresh). "stepN" sets AltStep to N milli-GPU. Since the plugin spaces its revisions
 // (scheduler/placement, cce14c5) that includes Spaced: figures of
 // product+plugin from before were of the plugin without it, at a 1% rule.
 var productModifiers = map[string]func(*ProductVariant){
@@ -69,7 +71,6 @@ var productModifiers = map[string]func(*ProductVariant){
 	"kinds":  func(v *ProductVariant) { v.PluginKinds = true },
 	"blind":  func(v *ProductVariant) { v.ModelBlind = true },
 	"names":  func(v *ProductVariant) { v.ByName = true },
-	"step0":  func(v *ProductVariant) { v.NoAltStep = true },
 	"spaced": func(v *ProductVariant) { v.Spaced = true },
 	// refresh1: the plugin's rule before 5%, revising at 1% moves.
 	"refresh1": func(v *ProductVariant) { v.Refresh = 0.01 },
@@ -87,6 +88,14 @@ func ParseProductVariant(name string) (v ProductVariant, ok bool, err error) {
 	}
 	for _, m := range strings.Split(mods, "+") {
 		set, known := productModifiers[m]
+		if n, isStep := strings.CutPrefix(m, "step"); isStep && !known {
+			f, err := strconv.ParseFloat(n, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) {
+				return v, true, fmt.Errorf("policy %q: modifier %q: step wants a cost of 0 or more milli-GPU after it, as in step0 or step2.5", name, m)
+			}
+			v.AltStep = &f
+			continue
+		}
 		if !known {
 			return v, true, fmt.Errorf("policy %q: unknown modifier %q (known: %s)", name, m,
 				strings.Join(slices.Sorted(maps.Keys(productModifiers)), ", "))

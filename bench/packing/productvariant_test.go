@@ -19,7 +19,9 @@ func TestParseProductVariant(t *testing.T) {
 	}{
 		"not a variant":  {name: "product"},
 		"one modifier":   {name: "product+online", want: ProductVariant{Online: true}, ok: true},
-		"several":        {name: "Product+blind+step0", want: ProductVariant{ModelBlind: true, NoAltStep: true}, ok: true},
+		"several":        {name: "Product+blind+step0", want: ProductVariant{ModelBlind: true, AltStep: step(0)}, ok: true},
+		"a step":         {name: "product+step2.5", want: ProductVariant{AltStep: step(2.5)}, ok: true},
+		"a bad step":     {name: "product+step-1", ok: true, wantErr: "step wants a cost of 0 or more"},
 		"the plugin":     {name: "product+plugin", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
 		"the old rule":   {name: "product+online+refresh1", want: ProductVariant{Online: true, Refresh: 0.01}, ok: true},
 		"spaced":         {name: "product+plugin+spaced", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
@@ -35,12 +37,14 @@ func TestParseProductVariant(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || ok != tc.ok || got != tc.want {
+			if err != nil || ok != tc.ok || !cmp.Equal(got, tc.want) {
 				t.Errorf("= %+v, %v, %v; want %+v, %v", got, ok, err, tc.want, tc.ok)
 			}
 		})
 	}
 }
+
+func step(f float64) *float64 { return &f }
 
 // TestOnlineWorkloadRevisesByThePluginsRule: the first pod makes a
 // revision; pods that keep the mix do not; a new kind revises once the

@@ -68,3 +68,29 @@ func TestAlternativesAreScoredAcrossModels(t *testing.T) {
 		t.Errorf("scores %v: want a100-last above h100-idle above a100-full (%d)", got, fwk.MinNodeScore)
 	}
 }
+
+// TestAlternativesOrderBreaksTies: two idle nodes alike but for their
+// GPUs' model, so that a share costs the same on either and best fit
+// ties too: the pod's first alternative decides, in either order. (The
+// step down the list is that tie-break and no more: a later alternative
+// that costs less wins, TestAlternativesAreScoredAcrossModels.)
+func TestAlternativesOrderBreaksTies(t *testing.T) {
+	for _, order := range [][]string{{"H100-80GB", "A100-40GB"}, {"A100-40GB", "H100-80GB"}} {
+		objs := []runtime.Object{
+			modelSlice("h100", "H100-80GB", 2, 40), modelSlice("a100", "A100-40GB", 2, 40),
+			shareAlternatives("want", 10, order...),
+		}
+		var c cluster
+		c.add(node("h100"))
+		c.add(node("a100"))
+		e := newEnv(t, `{"workload":[{"gpuMemory":"10Gi","weight":1}]}`, c, objs...)
+		got, _ := e.scores(t, claimPod("new", "want"))
+		first, second := "h100", "a100"
+		if order[0] == "A100-40GB" {
+			first, second = second, first
+		}
+		if got[first] <= got[second] {
+			t.Errorf("order %v: scores %v, want %s, the first alternative's node, above %s", order, got, first, second)
+		}
+	}
+}

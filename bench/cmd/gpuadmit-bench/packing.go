@@ -26,7 +26,7 @@ func packingCmd() *cobra.Command {
 			"variants: " + strings.Join(packing.Variants, ", ") + " (product: the product's path on DRA pools,\n" +
 			"the default policies' alternatives then gpuadmit-scheduler's score; pinned*: the webhook pins one model;\n" +
 			"product+MOD+…: the product's path with gpuadmit-scheduler's departures from it, MOD one of online, kinds,\n" +
-			"blind, names, step0, or plugin for the first four).\n" +
+			"blind, names, stepN (N milli-GPU a step down the alternatives; step0: none), or plugin for the first four).\n" +
 			"The trace files are checked against --checksums first (docs/trace.md).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
