@@ -39,9 +39,10 @@ import (
 //
 // It was 10 milli-GPU, to let the order decide between nodes whose costs
 // were close. In the simulator's product path (bench/packing, product+stepN
-// against product+step0) that cost 0.5-1.1 pp of unallocated GPU on
-// cpu250, cpu300, gpushare20 and multigpu20 at seeds 42-44, and still
-// 0.3-0.6 pp at 1 milli-GPU, while it gained nothing on any list: a step
+// against product+step0) that cost 0.4-1.6 pp of unallocated GPU on
+// gpushare20, cpu250, cpu300 and multigpu20 at seeds 42-44 (0.5-1.1 on the
+// means of 42-51), and still 0.15-0.6 pp at 1 milli-GPU on cpu250,
+// multigpu20 and cpu300, while it gained nothing but on cpu235: a step
 // that outranks best fit steers pods onto the first model of the
 // default policies' order (least GPU memory first), which the scarcity
 // price already weighs better. docs/placement.md has the study.
