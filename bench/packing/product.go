@@ -30,6 +30,7 @@ type Product struct {
 	deriver   *ProductDeriver
 	cur       []Alt // the alternatives of the pod being placed
 	variant   ProductVariant
+	stepCost  float64            // the cost of a step down the alternatives: altStep, or variant.AltStep
 	supply    map[string]int     // the cluster's GPUs per model
 	prices    map[string]float64 // the scarcity price per milli-GPU, by model
 	online    *onlineWorkload    // the workload learned so far (variant.Online); nil: the whole list
@@ -140,17 +141,14 @@ func specOf(alts []Alt) string {
 // alternatives of its size, and sameSize checked that one of its size
 // comes first on every model).
 func (g *Product) Score(n *NodeState, p Pod) float64 {
-	step, stepCost := 0, altStep
-	if g.variant.AltStep != nil {
-		stepCost = *g.variant.AltStep
-	}
+	step := 0
 	if p.GPUs > 0 {
 		step = slices.IndexFunc(g.cur, func(a Alt) bool { return a.Model == n.Model })
 	}
 	cost, _ := g.placer.CostOn(fragNode(n), g.fragOf(n), allocator.FragTask{
 		MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB, GPUMilli: p.GPUMilli, GPUs: p.GPUs}, firstFitGPUs(n, p))
 	cost += g.prices[n.Model] * float64(p.GPUMilliTotal())
-	return -cost - stepCost*float64(step) + bestFitTie*BestFit{}.Score(n, p)
+	return -cost - g.stepCost*float64(step) + bestFitTie*BestFit{}.Score(n, p)
 }
 
 // GPUs is the DRA allocator's: the first that hold the pod.

@@ -63,9 +63,10 @@ type ProductVariant struct {
 // productModifiers are the names of ProductVariant's fields in a policy
 // name: "product+online+blind" is Product with Online and ModelBlind.
 // "plugin" sets every difference the plugin has (not AltStep, which it
-// does not have, nor Refresh). "stepN" sets AltStep to N milli-GPU. Since the plugin spaces its revisions
-// (scheduler/placement, cce14c5) that includes Spaced: figures of
-// product+plugin from before were of the plugin without it, at a 1% rule.
+// does not have, nor Refresh). "stepN" sets AltStep to N milli-GPU. Since
+// the plugin spaces its revisions (scheduler/placement, cce14c5) that
+// includes Spaced: figures of product+plugin from before were of the
+// plugin without it, at a 1% rule.
 var productModifiers = map[string]func(*ProductVariant){
 	"online": func(v *ProductVariant) { v.Online = true },
 	"kinds":  func(v *ProductVariant) { v.PluginKinds = true },
@@ -90,7 +91,7 @@ func ParseProductVariant(name string) (v ProductVariant, ok bool, err error) {
 		set, known := productModifiers[m]
 		if n, isStep := strings.CutPrefix(m, "step"); isStep && !known {
 			f, err := strconv.ParseFloat(n, 64)
-			if err != nil || f < 0 || math.IsInf(f, 0) {
+			if err != nil || !(f >= 0) || math.IsInf(f, 0) { // NaN too
 				return v, true, fmt.Errorf("policy %q: modifier %q: step wants a cost of 0 or more milli-GPU after it, as in step0 or step2.5", name, m)
 			}
 			v.AltStep = &f
@@ -131,7 +132,10 @@ func NewProductVariant(workload []Pod, nodes []Node, v ProductVariant) (*Product
 	if err := d.check(workload); err != nil {
 		return nil, err
 	}
-	g := &Product{deriver: d, variant: v, supply: Supply(nodes)}
+	g := &Product{deriver: d, variant: v, supply: Supply(nodes), stepCost: altStep}
+	if v.AltStep != nil {
+		g.stepCost = *v.AltStep
+	}
 	if v.Online {
 		g.online = newOnlineWorkload()
 		if v.Spaced {

@@ -22,6 +22,7 @@ func TestParseProductVariant(t *testing.T) {
 		"several":        {name: "Product+blind+step0", want: ProductVariant{ModelBlind: true, AltStep: step(0)}, ok: true},
 		"a step":         {name: "product+step2.5", want: ProductVariant{AltStep: step(2.5)}, ok: true},
 		"a bad step":     {name: "product+step-1", ok: true, wantErr: "step wants a cost of 0 or more"},
+		"a step of NaN":  {name: "product+stepNaN", ok: true, wantErr: "step wants a cost of 0 or more"},
 		"the plugin":     {name: "product+plugin", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
 		"the old rule":   {name: "product+online+refresh1", want: ProductVariant{Online: true, Refresh: 0.01}, ok: true},
 		"spaced":         {name: "product+plugin+spaced", want: ProductVariant{Online: true, PluginKinds: true, ModelBlind: true, ByName: true, Spaced: true}, ok: true},
